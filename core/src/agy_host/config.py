@@ -1,0 +1,313 @@
+"""Configuration: one TOML file, read into msgspec Structs, environment on top.
+
+Where: ``$AGY_HOST_CONFIG``, else ``$XDG_CONFIG_HOME/agy-host/config.toml``
+(``~/.config/agy-host/config.toml``). Precedence, lowest first: defaults, the
+file, environment variables, command-line flags (applied by the CLI).
+
+Bad input never poisons the rest: each value is checked on its own, and a
+value of the wrong type or out of range *narrows* to its default with a
+visible warning naming the key. A file that is not TOML at all is moved aside
+(kept, reported) and the defaults are used. Sections this module does not
+know (``[stream_json]``, ``[bridge]``, a third-party plugin's) are kept as
+raw tables in :attr:`Config.plugins` for their owners to read.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from agy_host import fsutil
+
+
+class TurnConfig(msgspec.Struct, kw_only=True):
+    #: Overall turn deadline (parked time does not count).
+    timeout_minutes: float = 10.0
+    #: Fail the turn when the agent says nothing for this long (0 disables).
+    inactivity_minutes: float = 5.0
+    #: Upper bound for a permission policy's answer; then the request is cancelled.
+    permission_timeout_seconds: float = 300.0
+
+
+class AcpProfile(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A named ACP agent: ``[acp.profiles.gemini] command = ["gemini", "--acp"]``."""
+
+    command: list[str]
+    env: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Set config option ids for model/mode the way agy does (``configId``).
+    model: str = ""
+    mode: str = ""
+
+
+class AcpConfig(msgspec.Struct, kw_only=True):
+    #: Path of ``agy_acp_server.par``; empty means: resolve (env, PATH, install dir).
+    bin: str = ""
+    #: Default agent: a profile name, ``agy`` (the default) or a command line.
+    agent: str = ""
+    #: After ``session/cancel``, how long to wait for ``stopReason: cancelled``
+    #: before killing the agent and reloading the session next turn (Gate D).
+    cancel_grace_seconds: float = 2.0
+    initialize_timeout_seconds: float = 30.0
+    #: Deadline for session/new, load, set_config_option, close.
+    session_timeout_seconds: float = 20.0
+    #: SIGTERM to the process group, then SIGKILL after this grace.
+    kill_grace_seconds: float = 0.75
+    profiles: dict[str, AcpProfile] = msgspec.field(default_factory=dict)
+
+
+class PermissionsConfig(msgspec.Struct, kw_only=True):
+    #: ``auto`` (allow by kind), ``deny``, or a policy a plugin registered.
+    policy: str = "auto"
+
+
+class Config(msgspec.Struct, kw_only=True):
+    #: Engine name; empty means the default (the only one installed, or the spec's).
+    engine: str = ""
+    model: str = ""
+    effort: str = ""
+    mode: str = ""
+    #: Let the agent run tools without asking (agy ``yolo`` /
+    #: ``--dangerously-skip-permissions``). Off: the agent asks and the policy answers.
+    skip_permissions: bool = False
+    turn: TurnConfig = msgspec.field(default_factory=TurnConfig)
+    acp: AcpConfig = msgspec.field(default_factory=AcpConfig)
+    permissions: PermissionsConfig = msgspec.field(default_factory=PermissionsConfig)
+    #: Tables owned by plugins (``[stream_json]``, ``[bridge]``...), kept raw.
+    plugins: dict[str, Any] = msgspec.field(default_factory=dict)
+
+    def section(self, name: str) -> dict[str, Any]:
+        """A plugin's raw table (``{}`` when absent)."""
+        value = self.plugins.get(name, {})
+        return value if isinstance(value, dict) else {}
+
+
+#: Known top-level keys that are Structs or scalars on :class:`Config`.
+_KNOWN = {f.name for f in msgspec.structs.fields(Config)} - {"plugins"}
+
+#: Environment variable -> dotted config key. Env wins over the file.
+ENV_OVERRIDES: dict[str, str] = {
+    "AGY_HOST_ENGINE": "engine",
+    "AGY_HOST_MODEL": "model",
+    "AGY_HOST_EFFORT": "effort",
+    "AGY_HOST_MODE": "mode",
+    "AGY_HOST_SKIP_PERMISSIONS": "skip_permissions",
+    "AGY_HOST_PERMISSIONS": "permissions.policy",
+    "AGY_HOST_TIMEOUT_MINUTES": "turn.timeout_minutes",
+    "AGY_HOST_INACTIVITY_MINUTES": "turn.inactivity_minutes",
+    "AGY_ACP_BIN": "acp.bin",
+    "AGY_HOST_AGENT": "acp.agent",
+}
+
+_NON_NEGATIVE = {
+    "turn.timeout_minutes",
+    "turn.inactivity_minutes",
+    "turn.permission_timeout_seconds",
+    "acp.cancel_grace_seconds",
+    "acp.initialize_timeout_seconds",
+    "acp.session_timeout_seconds",
+    "acp.kill_grace_seconds",
+}
+
+
+class ConfigError(Exception):
+    """A config file cannot be written safely, or a value given to ``set`` is wrong."""
+
+
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    if env.get("AGY_HOST_CONFIG"):
+        return Path(env["AGY_HOST_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "agy-host" / "config.toml"
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    base = env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "agy-host"
+
+
+# ---------------------------------------------------------------------------
+# narrowing
+# ---------------------------------------------------------------------------
+
+
+def _narrow(struct_type: type[msgspec.Struct], raw: Mapping[str, Any], prefix: str, warn: Callable[[str], None]) -> Any:
+    """Build ``struct_type`` from ``raw`` field by field; bad values take the
+    default with a warning, unknown keys are reported and ignored."""
+    fields = {f.encode_name: f for f in msgspec.structs.fields(struct_type)}
+    values: dict[str, Any] = {}
+    for key, value in raw.items():
+        dotted = f"{prefix}{key}"
+        fld = fields.get(key)
+        if fld is None:
+            warn(f"config: unknown key {dotted!r} ignored")
+            continue
+        ftype = fld.type
+        if isinstance(ftype, type) and issubclass(ftype, msgspec.Struct):
+            if not isinstance(value, Mapping):
+                warn(f"config: {dotted!r} must be a table; using defaults")
+                continue
+            values[fld.name] = _narrow(ftype, value, dotted + ".", warn)
+            continue
+        try:
+            converted = msgspec.convert(value, ftype, strict=False)
+        except msgspec.ValidationError as exc:
+            warn(f"config: bad value for {dotted!r} ({exc}); using the default")
+            continue
+        if dotted in _NON_NEGATIVE and isinstance(converted, (int, float)) and converted < 0:
+            warn(f"config: {dotted!r} must not be negative; using the default")
+            continue
+        values[fld.name] = converted
+    return struct_type(**values)
+
+
+def narrow(raw: Mapping[str, Any], warn: Callable[[str], None]) -> Config:
+    """A :class:`Config` from a raw TOML table (plugin tables kept raw)."""
+    known = {k: v for k, v in raw.items() if k in _KNOWN}
+    plugins = {k: v for k, v in raw.items() if k not in _KNOWN}
+    if "plugins" in raw and isinstance(raw["plugins"], Mapping):
+        plugins.pop("plugins")
+        plugins.update(raw["plugins"])
+    cfg: Config = _narrow(Config, known, "", warn)
+    cfg.plugins = dict(plugins)
+    return cfg
+
+
+def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = raw
+    for part in parts[:-1]:
+        child = node.get(part)
+        if not isinstance(child, dict):
+            child = {}
+            node[part] = child
+        node = child
+    node[parts[-1]] = value
+
+
+def read_raw(path: Path, warn: Callable[[str], None]) -> dict[str, Any]:
+    """The file's tables; ``{}`` when absent. An unparsable file is moved aside."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        warn(f"config: cannot read {path}: {exc}; using defaults")
+        return {}
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        moved = fsutil.quarantine(path)
+        warn(f"config: {path} is not valid TOML ({exc}); moved it to {moved} and using defaults")
+        return {}
+
+
+def load(
+    env: Mapping[str, str] | None = None,
+    warn: Callable[[str], None] | None = None,
+    path: Path | None = None,
+) -> Config:
+    """Defaults, then the file, then environment overrides."""
+    env = os.environ if env is None else env
+    sink = warn or (lambda _m: None)
+    raw = read_raw(path or config_path(env), sink)
+    for var, dotted in ENV_OVERRIDES.items():
+        if var in env:
+            _set_dotted(raw, dotted, env[var])
+    return narrow(raw, sink)
+
+
+def coerce_value(dotted: str, text: str) -> Any:
+    """Parse a ``config set`` value by the key's declared type; raise
+    :class:`ConfigError` for unknown keys and bad values."""
+    struct_type: type[msgspec.Struct] = Config
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        fields = {f.name: f for f in msgspec.structs.fields(struct_type)}
+        fld = fields.get(part)
+        if fld is None or part == "plugins":
+            if i == 0 and part not in _KNOWN:
+                return _guess_scalar(text)  # a plugin's table: keep the user's type
+            raise ConfigError(f"unknown config key {dotted!r}")
+        if isinstance(fld.type, type) and issubclass(fld.type, msgspec.Struct):
+            struct_type = fld.type
+            continue
+        if i != len(parts) - 1:
+            raise ConfigError(f"unknown config key {dotted!r}")
+        try:
+            value = msgspec.convert(_guess_scalar(text), fld.type, strict=False)
+        except msgspec.ValidationError as exc:
+            raise ConfigError(f"bad value for {dotted!r}: {exc}") from exc
+        if dotted in _NON_NEGATIVE and isinstance(value, (int, float)) and value < 0:
+            raise ConfigError(f"{dotted!r} must not be negative")
+        return value
+    raise ConfigError(f"{dotted!r} is a table; set one of its keys")
+
+
+def _guess_scalar(text: str) -> Any:
+    low = text.strip().lower()
+    if low in {"true", "on", "yes"}:
+        return True
+    if low in {"false", "off", "no"}:
+        return False
+    for conv in (int, float):
+        try:
+            return conv(text)
+        except ValueError:
+            pass
+    return text
+
+
+def set_value(dotted: str, text: str, path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
+    """Write one key to the config file atomically, keeping everything else.
+
+    A file that does not parse is refused (never clobbered)."""
+    import tomli_w
+
+    target = path or config_path(env)
+    value = coerce_value(dotted, text)
+    with fsutil.locked(target):
+        raw: dict[str, Any] = {}
+        if target.exists():
+            try:
+                raw = tomllib.loads(target.read_text("utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+                raise ConfigError(f"{target} is not valid TOML ({exc}); fix or remove it first") from exc
+        _set_dotted(raw, dotted, value)
+        fsutil.write_atomic(target, tomli_w.dumps(raw).encode("utf-8"))
+    return target
+
+
+def to_toml(cfg: Config) -> str:
+    """The effective config as TOML (for ``config show``)."""
+    import tomli_w
+
+    data = msgspec.to_builtins(cfg)
+    plugins = data.pop("plugins", {}) if isinstance(data, dict) else {}
+    if isinstance(data, dict):
+        data.update(plugins)
+    return tomli_w.dumps(data)
+
+
+__all__ = [
+    "ENV_OVERRIDES",
+    "AcpConfig",
+    "AcpProfile",
+    "Config",
+    "ConfigError",
+    "PermissionsConfig",
+    "TurnConfig",
+    "coerce_value",
+    "config_path",
+    "load",
+    "narrow",
+    "set_value",
+    "state_dir",
+    "to_toml",
+]

@@ -1,0 +1,233 @@
+"""Engines: the base class every engine plugin subclasses, and selection by name.
+
+An engine is found through the entry point group ``agy_host.engines`` (the
+entry point name is the engine name) and loaded with stevedore's
+``DriverManager``, so an engine that is not selected is never imported: a
+user who installed only the stream-json engine pays nothing for ACP, and a
+broken engine cannot break the others. Engines may also be registered
+in-process through the ``agy_host_register_engines`` hook (tests, one-off
+plugins); entry points win on a name clash.
+"""
+
+from __future__ import annotations
+
+import abc
+import contextlib
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgspec
+
+if TYPE_CHECKING:
+    from agy_host.config import Config
+    from agy_host.diagnostics import DiagnosticReport
+    from agy_host.permissions import PermissionDecision, PermissionRequest
+    from agy_host.turns import TurnDriver
+
+ENGINE_GROUP = "agy_host.engines"
+
+
+class EngineError(Exception):
+    """An engine could not be selected or loaded; the message says how to fix it."""
+
+
+class ModelInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One model an engine can run. ``efforts`` lists tiers (``low``...) when the
+    model takes an effort setting."""
+
+    id: str
+    name: str = ""
+    efforts: list[str] = msgspec.field(default_factory=list)
+    current: bool = False
+
+
+class ModelCatalog(msgspec.Struct, kw_only=True, omit_defaults=True):
+    models: list[ModelInfo]
+    #: Where the list came from: ``agent`` (asked live), ``cache``, ``fallback``.
+    source: str = "agent"
+    current: str | None = None
+
+
+class McpServerSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """An MCP server the host asks the agent to connect to (the bridge)."""
+
+    name: str
+    url: str
+    type: str = "http"
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class EngineCapabilities(msgspec.Struct, kw_only=True):
+    """What the engine can do, so the turn layer and CLI can refuse early."""
+
+    reports_usage: bool = False
+    plan_mode: bool = False
+    images: bool = False
+    resources: bool = False
+    load_session: bool = False
+
+
+PermissionDecider = Callable[["PermissionRequest"], Awaitable["PermissionDecision"]]
+McpServersProvider = Callable[[], list[McpServerSpec]]
+
+
+class EngineContext:
+    """What the host hands an engine: config, state dir, the permission
+    decider, MCP servers to register, and a sink for user-visible notices.
+
+    Plain attributes, so an engine author can build one in a test.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: Config,
+        state_dir: Path,
+        decide_permission: PermissionDecider,
+        mcp_servers: McpServersProvider = list,
+        agent: str | None = None,
+        env: Mapping[str, str] | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.state_dir = state_dir
+        self.decide_permission = decide_permission
+        self.mcp_servers = mcp_servers
+        #: ``--agent "CMD ARGS"`` or a profile name from config, if given.
+        self.agent = agent
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self.warn: Callable[[str], None] = warn or (lambda _msg: None)
+
+
+class Engine(abc.ABC):
+    """Base class of engine plugins.
+
+    Subclasses set :attr:`ENGINE_NAME` (the name users select) and implement
+    :meth:`open_driver`. The optional :attr:`hooks` object is registered with
+    the plugin manager after the engine is selected, so an engine can also
+    implement fan-out hooks (diagnostics, commands) without being imported when
+    it is not selected.
+    """
+
+    #: The name used for selection (``--engine NAME``); also the entry point name.
+    ENGINE_NAME: ClassVar[str] = ""
+    #: One line for ``agy-host engine`` and ``plugins``.
+    DESCRIPTION: ClassVar[str] = ""
+    #: Suffix of this engine's session store keys (``""`` or ``"@acp"``).
+    STORE_SUFFIX: ClassVar[str] = ""
+
+    hooks: object | None = None
+    #: True when the engine fell back to a bundled sandbox agent because no
+    #: real agent is installed; the turn layer says so plainly to the user.
+    sandbox: bool = False
+
+    def __init__(self, ctx: EngineContext) -> None:
+        self.ctx = ctx
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities()
+
+    def store_key(self, session: str) -> str:
+        """The session store key of a host session on this engine."""
+        return f"{session}{self.STORE_SUFFIX}"
+
+    def agent_label(self) -> str:
+        """Which agent this engine drives (a command or profile), for display."""
+        return self.ENGINE_NAME
+
+    @abc.abstractmethod
+    def open_driver(self) -> contextlib.AbstractAsyncContextManager[TurnDriver]:
+        """A driver bound to a nursery; leaving the context shuts the agent down."""
+
+    async def list_models(self) -> ModelCatalog:
+        """The models this engine can run (may start the agent)."""
+        return ModelCatalog(models=[], source="none")
+
+    async def diagnose(self, report: DiagnosticReport) -> None:
+        """Fill doctor rows: binary resolution, handshake, auth state, ..."""
+        return None
+
+
+EngineFactory = Callable[[EngineContext], Engine]
+
+
+class EngineEntry(msgspec.Struct, kw_only=True):
+    name: str
+    value: str
+    distribution: str = ""
+    version: str = ""
+
+
+def installed_engines() -> list[EngineEntry]:
+    """Engines installed as entry points, without importing any of them."""
+    found: dict[str, EngineEntry] = {}
+    for ep in metadata.entry_points(group=ENGINE_GROUP):
+        dist = getattr(ep, "dist", None)
+        found.setdefault(
+            ep.name,
+            EngineEntry(
+                name=ep.name,
+                value=ep.value,
+                distribution=dist.name if dist is not None else "",
+                version=dist.version if dist is not None else "",
+            ),
+        )
+    return sorted(found.values(), key=lambda e: e.name)
+
+
+def load_engine_class(name: str, extra: Mapping[str, EngineFactory] | None = None) -> EngineFactory:
+    """Import exactly the engine called ``name``.
+
+    Entry points are looked up first (stevedore ``DriverManager``, which raises
+    when several distributions claim one name); then in-process registrations.
+    An unknown name is an :class:`EngineError` listing what is installed.
+    """
+    names = [e.name for e in installed_engines()]
+    if name in names:
+        from stevedore import driver  # deferred: only when an engine is actually loaded
+
+        try:
+            mgr = driver.DriverManager(
+                namespace=ENGINE_GROUP,
+                name=name,
+                invoke_on_load=False,
+                on_load_failure_callback=_reraise,
+            )
+        except EngineError:
+            raise
+        except Exception as exc:  # stevedore raises several types for clashes
+            raise EngineError(f"engine {name!r} could not be loaded: {exc}") from exc
+        factory: EngineFactory = mgr.driver
+        return factory
+    if extra and name in extra:
+        return extra[name]
+    available = sorted(set(names) | set(extra or {}))
+    listing = ", ".join(available) if available else "none"
+    hint = (
+        " Install one, e.g. `pip install agy-host-acp` or `pip install agy-host-stream-json`." if not available else ""
+    )
+    raise EngineError(f"unknown engine {name!r}; installed engines: {listing}.{hint}")
+
+
+def _reraise(_manager: Any, entrypoint: Any, exc: BaseException) -> None:
+    raise EngineError(f"engine {entrypoint.name!r} failed to import: {type(exc).__name__}: {exc}") from exc
+
+
+__all__ = [
+    "ENGINE_GROUP",
+    "Engine",
+    "EngineCapabilities",
+    "EngineContext",
+    "EngineEntry",
+    "EngineError",
+    "EngineFactory",
+    "McpServerSpec",
+    "ModelCatalog",
+    "ModelInfo",
+    "installed_engines",
+    "load_engine_class",
+]

@@ -1,0 +1,36 @@
+"""Host tools: functions the host offers to the agent (through the MCP bridge).
+
+A plugin registers :class:`HostTool` objects with ``agy_host_register_tools``.
+When the agent calls one, its turn parks, the host runs the tool in its own
+loop (where host-side gating happens: a tool may refuse), and the result
+resumes the same agent turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+
+
+class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A tool's answer: text, optional images (base64 + mime type), error flag."""
+
+    text: str = ""
+    images: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    is_error: bool = False
+
+
+ToolCallable = Callable[[dict[str, Any]], Awaitable[ToolResult]]
+
+
+class HostTool(msgspec.Struct, kw_only=True):
+    name: str
+    description: str
+    #: JSON schema of the arguments object.
+    input_schema: dict[str, Any]
+    call: ToolCallable
+
+
+__all__ = ["HostTool", "ToolCallable", "ToolResult"]

@@ -1,0 +1,203 @@
+"""The engine contract: a turn request, the handle of a running turn, and the
+``TurnDriver`` protocol every engine implements.
+
+A driver owns one agent (a process, a connection) and runs turns on it:
+
+* :meth:`TurnDriver.run` starts a turn and returns its :class:`TurnHandle` at
+  once; the work continues in the driver's nursery. Turns on one host session
+  are serialized by the driver: a second ``run`` waits for the first turn to
+  settle.
+* A host tool call parks the turn (:meth:`TurnHandle.push_external` with a
+  :class:`~agy_host.events.BridgeCallActivity`). The turn layer stops reading,
+  the host runs the tool, and :meth:`TurnDriver.reentry` hands back the *same*
+  handle; :meth:`TurnDriver.kick_idle` unparks the timers. A parked turn never
+  holds up anything but its own session.
+* :meth:`TurnDriver.snapshot` feeds doctor; :meth:`TurnDriver.aclose` shuts the
+  agent down.
+
+The handle is a cheap in-loop queue, not a trio channel: engines call
+:meth:`TurnHandle.emit` for every activity on their hot path, consecutive text
+deltas are merged, and the consumer wakes once per scheduling round to drain
+everything that arrived. This keeps a 200,000-chunk stream fast.
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import msgspec
+import trio
+
+from agy_host.events import (
+    Activity,
+    BridgeCallActivity,
+    OutcomeActivity,
+    TextActivity,
+    ThoughtActivity,
+)
+from agy_host.lifecycle import LifecycleEntry
+from agy_host.prompt import PromptBlock
+
+_turn_ids = itertools.count(1)
+
+
+class TurnRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Everything an engine needs to run one turn."""
+
+    #: Host session name (the store key is derived from it per engine).
+    session: str
+    prompt: list[PromptBlock]
+    cwd: str
+    #: The agent conversation to continue (ACP session id, agy conversation id).
+    conversation_id: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    mode: str | None = None
+    skip_permissions: bool = False
+    #: Overall deadline and inactivity budget; 0 disables one.
+    timeout_s: float = 600.0
+    inactivity_s: float = 300.0
+
+
+class DriverSnapshot(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What doctor shows about a driver. ``extra`` holds engine-specific rows."""
+
+    engine: str
+    state: str
+    pid: int | None = None
+    conversation_id: str | None = None
+    stats: dict[str, int] = msgspec.field(default_factory=dict)
+    last_recycle_reason: str | None = None
+    lifecycle: list[LifecycleEntry] = msgspec.field(default_factory=list)
+    extra: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class TurnHandle:
+    """The stream of :class:`~agy_host.events.Activity` of one running turn.
+
+    Producer side (the engine): :meth:`emit`, :meth:`finish`.
+    Consumer side (the turn layer): ``async for activity in handle`` or
+    :meth:`next_batch`; :meth:`abort` to request an abort.
+    Bridge side: :meth:`push_external` to park the turn on a host tool call.
+    """
+
+    def __init__(self, *, on_park: Callable[[], None] | None = None) -> None:
+        self.turn_id = next(_turn_ids)
+        self._queue: collections.deque[Activity] = collections.deque()
+        self._wakeup = trio.Event()
+        self._closed = False
+        self._on_park = on_park
+        self.outcome: OutcomeActivity | None = None
+        self.abort_requested = trio.Event()
+        self.abort_reason = ""
+        self.settled = trio.Event()
+        self.parks = 0
+
+    # -- producer --------------------------------------------------------------
+
+    def emit(self, activity: Activity) -> None:
+        """Queue one activity. Consecutive text (or thought) deltas merge."""
+        if self._closed:
+            return
+        q = self._queue
+        if q:
+            last = q[-1]
+            kind = type(activity)
+            if kind is TextActivity and type(last) is TextActivity:
+                last.delta += activity.delta  # type: ignore[union-attr]
+                return
+            if kind is ThoughtActivity and type(last) is ThoughtActivity:
+                last.delta += activity.delta  # type: ignore[union-attr]
+                return
+        q.append(activity)
+        if not self._wakeup.is_set():
+            self._wakeup.set()
+
+    def finish(self, outcome: OutcomeActivity) -> None:
+        """Settle the turn: the outcome is the last activity. Idempotent."""
+        if self._closed:
+            return
+        self.emit(outcome)
+        self.outcome = outcome
+        self._closed = True
+        self.settled.set()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    # -- bridge ----------------------------------------------------------------
+
+    def push_external(self, activity: BridgeCallActivity) -> None:
+        """Park the turn on a host tool call (timers pause) and tell the consumer."""
+        self.parks += 1
+        if self._on_park is not None:
+            self._on_park()
+        self.emit(activity)
+
+    # -- consumer --------------------------------------------------------------
+
+    def abort(self, reason: str = "user") -> None:
+        """Ask the engine to abort the turn; the outcome will say ``aborted``."""
+        if not self.abort_requested.is_set():
+            self.abort_reason = reason
+            self.abort_requested.set()
+
+    async def next_batch(self) -> list[Activity]:
+        """Everything queued so far (waiting if nothing is); ``[]`` once the
+        outcome was delivered."""
+        while not self._queue:
+            if self._closed:
+                return []
+            await self._wakeup.wait()
+            self._wakeup = trio.Event()
+        batch = list(self._queue)
+        self._queue.clear()
+        return batch
+
+    def __aiter__(self) -> TurnHandle:
+        self._pending: collections.deque[Activity] = collections.deque()
+        return self
+
+    async def __anext__(self) -> Activity:
+        pending = self._pending
+        if not pending:
+            batch = await self.next_batch()
+            if not batch:
+                raise StopAsyncIteration
+            pending.extend(batch)
+        return pending.popleft()
+
+
+@runtime_checkable
+class TurnDriver(Protocol):
+    """What an engine's driver implements. See the module docstring."""
+
+    engine_name: str
+
+    async def run(self, request: TurnRequest) -> TurnHandle:
+        """Start a turn; return its handle at once. Waits only for an earlier
+        turn on the same session to settle (serialization)."""
+        ...
+
+    def reentry(self) -> TurnHandle | None:
+        """The handle of the parked turn, to continue reading after a host tool
+        call; ``None`` when no turn is parked."""
+        ...
+
+    def kick_idle(self) -> None:
+        """One park resolved: re-arm inactivity and resume the deadline with
+        the remaining budget once no park is left."""
+        ...
+
+    def snapshot(self) -> DriverSnapshot: ...
+
+    async def aclose(self) -> None:
+        """Shut the agent down (settling any open turn as an error)."""
+        ...
+
+
+__all__ = ["DriverSnapshot", "TurnDriver", "TurnHandle", "TurnRequest"]
