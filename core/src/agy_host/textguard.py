@@ -1,0 +1,75 @@
+"""The cumulative-resend guard shared by every engine.
+
+Agents are meant to stream *deltas*, but some builds resend the whole answer so
+far in each chunk. The guard turns either into deltas:
+
+* It starts in append mode: every chunk is a delta.
+* Once at least :data:`FLIP_THRESHOLD` characters have accumulated, a chunk
+  that is longer than everything so far and starts with it flips the guard to
+  cumulative mode, and only the new suffix is emitted. The threshold exists
+  because short answers misflip: after ``"a"`` the delta ``"a cat"`` would look
+  like a resend.
+* In cumulative mode, a chunk that merely repeats a prefix emits nothing; a
+  chunk that contradicts the accumulation (neither extends it nor is a prefix
+  of it) is evidence of deltas after all, so the guard falls back to append.
+
+The accumulation is kept as a list of parts so a 200,000-chunk stream costs
+O(n), not O(n^2) string concatenation.
+"""
+
+from __future__ import annotations
+
+#: Characters that must accumulate before a resend may flip the guard.
+FLIP_THRESHOLD = 32
+
+
+class CumulativeGuard:
+    __slots__ = ("_joined", "_len", "_parts", "cumulative", "flips")
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._len = 0
+        self._joined: str | None = ""
+        self.cumulative = False
+        self.flips = 0
+
+    @property
+    def text(self) -> str:
+        """Everything emitted so far (the response)."""
+        if self._joined is None:
+            self._joined = "".join(self._parts)
+            self._parts = [self._joined]
+        return self._joined
+
+    def _append(self, delta: str) -> None:
+        self._parts.append(delta)
+        self._len += len(delta)
+        self._joined = None
+
+    def feed(self, chunk: str) -> str:
+        """The delta to emit for ``chunk`` (``""`` when it adds nothing)."""
+        if not chunk:
+            return ""
+        if not self.cumulative:
+            if self._len >= FLIP_THRESHOLD and len(chunk) > self._len and chunk.startswith(self.text):
+                self.cumulative = True
+                self.flips += 1
+                delta = chunk[self._len :]
+                self._append(delta)
+                return delta
+            self._append(chunk)
+            return chunk
+        acc = self.text
+        if chunk.startswith(acc):
+            delta = chunk[len(acc) :]
+            if delta:
+                self._append(delta)
+            return delta
+        if acc.startswith(chunk):
+            return ""
+        self.cumulative = False
+        self._append(chunk)
+        return chunk
+
+
+__all__ = ["FLIP_THRESHOLD", "CumulativeGuard"]

@@ -1,0 +1,402 @@
+"""One live ACP agent: the process, the JSON-RPC peer, the session operations.
+
+A connection routes ``session/update`` notifications to the listener of their
+session (the running turn), serves the agent's requests (permission requests
+go to the listener; ``fs/*`` and ``terminal/*`` are refused because we do not
+advertise them), and turns non-JSON output into notices: Antigravity prints
+its sign-in URL as a plain line on stdout or stderr, and the user must see it.
+
+``session/load`` replays the conversation's history as update notifications
+before its response; the connection drops every update of a session while
+its load is in flight, so history never reaches the user as live text.
+
+Exit is scoped to the connection object: ``on_exit(conn)`` is called once with
+the connection that died, so the driver can ignore a stale, slow-dying
+predecessor of its current connection.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import msgspec
+import trio
+
+from agy_host.engines import McpServerSpec
+from agy_host.lifecycle import Lifecycle
+from agy_host.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host_acp import schema as s
+from agy_host_acp.jsonrpc import (
+    AUTH_REQUIRED,
+    METHOD_NOT_FOUND,
+    JsonRpcConnection,
+    JsonRpcError,
+)
+from agy_host_acp.process import AgentProcess
+from agy_host_acp.profiles import AgentSpec
+
+CLIENT_NAME = "agy-host"
+_SIGN_IN = re.compile(r"(Open the following link to authenticate[^:]*:\s*)?(https://accounts\.google\.com/\S+)")
+_MAX_PARSE_NOTICES = 3
+
+
+class AuthRequired(Exception):
+    """The agent needs a sign-in; ``detail`` is its own remediation text."""
+
+    def __init__(self, method: str, message: str, detail: str) -> None:
+        text = f"{message}: {detail}" if detail else message
+        super().__init__(text)
+        self.method = method
+        self.detail = detail
+
+
+class UnsupportedContent(Exception):
+    """A prompt block the agent did not advertise (``promptCapabilities``)."""
+
+
+class SessionListener(Protocol):
+    def on_update(self, update: s.Update) -> None: ...
+
+    async def on_permission(self, params: s.RequestPermissionParams) -> dict[str, Any]: ...
+
+    def on_notice(self, level: str, message: str, code: str) -> None: ...
+
+
+NoticeSink = Callable[[str, str, str], None]
+
+
+class AcpConnection:
+    """Spawn with :meth:`start` in a nursery; talk; :meth:`aclose`."""
+
+    def __init__(
+        self,
+        spec: AgentSpec,
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        generation: int,
+        lifecycle: Lifecycle,
+        on_exit: Callable[[AcpConnection], None],
+        on_notice: NoticeSink,
+        initialize_timeout: float = 30.0,
+        session_timeout: float = 20.0,
+        kill_grace: float = 0.75,
+    ) -> None:
+        self.spec = spec
+        self.cwd = cwd
+        self._env = dict(env)
+        self._env.update(spec.env)
+        self.generation = generation
+        self.log = lifecycle
+        self._on_exit = on_exit
+        self._on_notice = on_notice
+        self.initialize_timeout = initialize_timeout
+        self.session_timeout = session_timeout
+        self.kill_grace = kill_grace
+        self.proc: AgentProcess | None = None
+        self.rpc: JsonRpcConnection | None = None
+        self.info: s.InitializeResult | None = None
+        self.handshake_s: float | None = None
+        self.listeners: dict[str, SessionListener] = {}
+        self.last_session: str | None = None
+        self.sessions: set[str] = set()
+        self.applied: dict[tuple[str, str], str] = {}
+        #: The session/new or session/load result of each session (config options, models, modes).
+        self.setups: dict[str, s.SessionSetup] = {}
+        self._loading: set[str] = set()
+        self.replayed = 0
+        self.dropped = 0
+        self.parse_errors = 0
+        self.exited = trio.Event()
+        self.expected_exit = False
+        self.exit_detail = ""
+        self.sign_in_urls: list[str] = []
+
+    # -- lifecycle ------------------------------------------------------------------
+
+    async def start(self, nursery: trio.Nursery) -> s.InitializeResult:
+        """Spawn the agent and run ``initialize`` within its deadline."""
+        await nursery.start(self._run)
+        assert self.rpc is not None
+        started = time.monotonic()
+        params = {
+            "protocolVersion": s.PROTOCOL_VERSION,
+            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+            "clientInfo": {"name": CLIENT_NAME, "title": "agy-host", "version": _version()},
+        }
+        raw = await self._request("initialize", params, timeout=self.initialize_timeout)
+        self.handshake_s = time.monotonic() - started
+        self.info = s.convert(raw if isinstance(raw, dict) else {}, s.InitializeResult)
+        info = self.info.agent_info
+        self.log.add(
+            "initialized",
+            agent=info.name if info else "",
+            version=info.version if info else "",
+            seconds=round(self.handshake_s, 3),
+        )
+        return self.info
+
+    async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self.proc = await AgentProcess.spawn(
+                nursery, self.spec.command, cwd=self.cwd, env=self._env, on_stderr_line=self._stderr_line
+            )
+            self.rpc = JsonRpcConnection(
+                self.proc.stdin,
+                self.proc.stdout,
+                on_notification=self._notification,
+                on_request=self._request_from_agent,
+                on_protocol_error=self._protocol_error,
+            )
+            self.log.add("spawn", pid=self.proc.pid, command=self.spec.label)
+            await nursery.start(self.rpc.run)
+            task_status.started()
+            await self.proc.exited.wait()
+            # Give the reader a moment to deliver what the agent wrote last.
+            with trio.move_on_after(0.5):
+                while self.rpc.closed is None:
+                    await trio.sleep(0.01)
+            code = self.proc.returncode
+            tail = self.proc.stderr_tail(400).strip()
+            self.exit_detail = f"agent exited with code {code}" + (f": {tail}" if tail else "")
+            self.rpc.abort_all(self.exit_detail)
+            nursery.cancel_scope.cancel()
+        self.exited.set()
+        self._on_exit(self)
+
+    async def aclose(self, *, close_sessions: bool = True) -> None:
+        """Close sessions (best effort), then end the process politely."""
+        self.expected_exit = True
+        with trio.CancelScope(shield=True):
+            if close_sessions and self.rpc is not None and self.alive and self._supports_close():
+                for sid in list(self.sessions):
+                    with trio.move_on_after(min(2.0, self.session_timeout)):
+                        try:
+                            await self._request("session/close", {"sessionId": sid}, timeout=self.session_timeout)
+                        except Exception:
+                            pass
+            if self.proc is not None:
+                await self.proc.shutdown(self.kill_grace)
+                with trio.move_on_after(2):
+                    await self.exited.wait()
+
+    async def kill(self) -> None:
+        """Tear the agent down now (abort without a working cancel)."""
+        self.expected_exit = True
+        if self.rpc is not None:
+            self.rpc.abort_all("abort: connection torn down")
+        if self.proc is not None:
+            await self.proc.terminate(self.kill_grace)
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.alive and not self.exited.is_set()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    def stderr_tail(self, chars: int = 8192) -> str:
+        return self.proc.stderr_tail(chars) if self.proc else ""
+
+    def _supports_close(self) -> bool:
+        # Antigravity answers session/close although it does not advertise it.
+        if self.spec.is_agy:
+            return True
+        caps = self.info.agent_capabilities.session_capabilities if self.info else {}
+        return "close" in caps
+
+    # -- requests -------------------------------------------------------------------
+
+    async def _request(self, method: str, params: Any, *, timeout: float | None) -> Any:
+        assert self.rpc is not None
+        try:
+            return await self.rpc.request(method, params, timeout=timeout)
+        except JsonRpcError as exc:
+            if exc.code == AUTH_REQUIRED and method != "initialize":
+                raise AuthRequired(method, exc.message, exc.detail) from exc
+            raise
+
+    def _mcp(self, servers: list[McpServerSpec]) -> list[dict[str, Any]]:
+        out = []
+        for srv in servers:
+            entry: dict[str, Any] = {
+                "type": srv.type,
+                "name": srv.name,
+                "url": srv.url,
+                "headers": [{"name": k, "value": v} for k, v in srv.headers.items()],
+            }
+            out.append(entry)
+        return out
+
+    async def new_session(self, cwd: str, mcp_servers: list[McpServerSpec]) -> s.SessionSetup:
+        raw = await self._request(
+            "session/new", {"cwd": cwd, "mcpServers": self._mcp(mcp_servers)}, timeout=self.session_timeout
+        )
+        setup: s.SessionSetup = s.convert(raw if isinstance(raw, dict) else {}, s.SessionSetup)
+        if not setup.session_id:
+            raise JsonRpcError(-32603, "session/new returned no sessionId", method="session/new")
+        self.sessions.add(setup.session_id)
+        self.setups[setup.session_id] = setup
+        self.last_session = setup.session_id
+        self.log.add("session-new", sessionId=setup.session_id)
+        return setup
+
+    async def load_session(self, session_id: str, cwd: str, mcp_servers: list[McpServerSpec]) -> s.SessionSetup:
+        self._loading.add(session_id)
+        before = self.replayed
+        try:
+            raw = await self._request(
+                "session/load",
+                {"sessionId": session_id, "cwd": cwd, "mcpServers": self._mcp(mcp_servers)},
+                timeout=self.session_timeout,
+            )
+        finally:
+            self._loading.discard(session_id)
+        setup: s.SessionSetup = s.convert(raw if isinstance(raw, dict) else {}, s.SessionSetup)
+        setup.session_id = session_id
+        self.sessions.add(session_id)
+        self.setups[session_id] = setup
+        self.last_session = session_id
+        self.log.add("session-load", sessionId=session_id, replayed=self.replayed - before)
+        return setup
+
+    async def set_config_option(self, session_id: str, config_id: str, value: str) -> s.SetConfigOptionResult:
+        raw = await self._request(
+            "session/set_config_option",
+            {"sessionId": session_id, "configId": config_id, "value": value},
+            timeout=self.session_timeout,
+        )
+        self.applied[(session_id, config_id)] = value
+        result: s.SetConfigOptionResult = s.convert(raw if isinstance(raw, dict) else {}, s.SetConfigOptionResult)
+        return result
+
+    async def set_mode(self, session_id: str, mode_id: str) -> None:
+        await self._request(
+            "session/set_mode", {"sessionId": session_id, "modeId": mode_id}, timeout=self.session_timeout
+        )
+        self.applied[(session_id, "mode")] = mode_id
+
+    def prompt_blocks(self, blocks: list[PromptBlock]) -> list[dict[str, Any]]:
+        """ACP content blocks, refusing what the agent did not advertise."""
+        caps = self.info.agent_capabilities.prompt_capabilities if self.info else s.PromptCapabilities()
+        out: list[dict[str, Any]] = []
+        for block in blocks:
+            if isinstance(block, TextBlock):
+                out.append({"type": "text", "text": block.text})
+            elif isinstance(block, ImageBlock):
+                if not caps.image:
+                    raise UnsupportedContent(f"{self.spec.label} does not accept images (promptCapabilities.image)")
+                out.append({"type": "image", "data": block.data, "mimeType": block.mime_type})
+            elif isinstance(block, ResourceBlock):
+                if not caps.embedded_context:
+                    raise UnsupportedContent(
+                        f"{self.spec.label} does not accept embedded resources (promptCapabilities.embeddedContext)"
+                    )
+                out.append(
+                    {
+                        "type": "resource",
+                        "resource": {"uri": block.uri, "mimeType": block.mime_type, "text": block.text},
+                    }
+                )
+        return out
+
+    async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> s.PromptResult:
+        # No timeout here: the driver's turn timers govern the turn.
+        raw = await self._request("session/prompt", {"sessionId": session_id, "prompt": blocks}, timeout=None)
+        result: s.PromptResult = s.convert(raw if isinstance(raw, dict) else {}, s.PromptResult)
+        return result
+
+    async def cancel(self, session_id: str) -> None:
+        """``session/cancel`` as the ACP spec defines it: a notification."""
+        assert self.rpc is not None
+        await self.rpc.notify("session/cancel", {"sessionId": session_id})
+
+    async def authenticate(self, method_id: str, timeout: float | None = None) -> None:
+        await self._request("authenticate", {"methodId": method_id}, timeout=timeout)
+
+    # -- traffic from the agent -------------------------------------------------------
+
+    def _notification(self, method: str, params: msgspec.Raw) -> None:
+        if method == "session/update":
+            sid, update = s.decode_session_update(params)
+            if sid is None:
+                sid = self.last_session
+            if sid in self._loading:
+                self.replayed += 1
+                return
+            listener = self.listeners.get(sid) if sid is not None else None
+            if listener is None:
+                self.dropped += 1
+                return
+            listener.on_update(update)
+            return
+        self.log.add("notification", method=method)
+
+    async def _request_from_agent(self, method: str, params: msgspec.Raw) -> Any:
+        if method == "session/request_permission":
+            try:
+                req = msgspec.json.decode(params, type=s.RequestPermissionParams)
+            except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+                self.log.add("bad-permission-request", error=str(exc)[:200])
+                return {"outcome": {"outcome": "cancelled"}}
+            sid = req.session_id or self.last_session
+            listener = self.listeners.get(sid) if sid else None
+            if listener is None:
+                self.log.add("permission-without-turn", sessionId=sid or "")
+                return {"outcome": {"outcome": "cancelled"}}
+            return await listener.on_permission(req)
+        self.log.add("unsupported-agent-request", method=method)
+        if method.startswith(("fs/", "terminal/")):
+            raise JsonRpcError(METHOD_NOT_FOUND, f"client capability not enabled: {method}")
+        raise JsonRpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def _notice(self, level: str, message: str, code: str) -> None:
+        delivered = False
+        for listener in list(self.listeners.values()):
+            listener.on_notice(level, message, code)
+            delivered = True
+        if not delivered:
+            self._on_notice(level, message, code)
+
+    def _scan_sign_in(self, line: str) -> bool:
+        m = _SIGN_IN.search(line)
+        if not m:
+            return False
+        url = m.group(2)
+        self.sign_in_urls.append(url)
+        self.log.add("auth-url", url=url.split("?", 1)[0])
+        self._notice(
+            "warning",
+            f"{self.spec.label} asks you to sign in: open {url} (on a remote machine, forward the "
+            "redirect port first: ssh -N -L <port>:127.0.0.1:<port> <host>)",
+            "sign-in-url",
+        )
+        return True
+
+    def _protocol_error(self, message: str, line: bytes) -> None:
+        text = line.decode("utf-8", "replace")
+        if text and self._scan_sign_in(text):
+            return
+        self.parse_errors += 1
+        self.log.add("parse-error", error=message[:200], line=text[:200])
+        if self.parse_errors <= _MAX_PARSE_NOTICES:
+            preview = text[:120] + ("…" if len(text) > 120 else "")
+            self._notice(
+                "warning", f"skipped output from the agent that is not ACP: {message}: {preview!r}", "parse-error"
+            )
+
+    def _stderr_line(self, line: str) -> None:
+        self._scan_sign_in(line)
+
+
+def _version() -> str:
+    from agy_host_acp import __version__
+
+    return __version__
+
+
+__all__ = ["AcpConnection", "AuthRequired", "SessionListener", "UnsupportedContent"]

@@ -1,0 +1,521 @@
+"""The ACP turn driver: one agent connection, turns serialized per session.
+
+A turn goes: connection (reuse, or spawn + ``initialize``), session (reuse,
+``session/load`` of the bound conversation, or ``session/new``; a failed load
+falls back to a new session *visibly*), config re-applied (model and mode do
+not survive an agent restart), timers armed, ``session/prompt``, outcome.
+
+Abort is Gate D. The driver sends ``session/cancel`` as the ACP spec defines it
+(a notification), answers open permission requests ``cancelled``, and waits a
+short grace for the prompt to end with ``stopReason: cancelled``. If it does
+not, the agent is killed (process group) and the session is loaded again on
+the next turn. What worked is remembered per agent and version
+(:mod:`agy_host_acp.memory`), so a known non-cancelling agent is killed at once.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agy_host.events import NoticeActivity, OutcomeActivity, UsageActivity
+from agy_host.lifecycle import Lifecycle
+from agy_host.timers import minutes
+from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host_acp import schema as s
+from agy_host_acp.connection import AcpConnection, AuthRequired, UnsupportedContent
+from agy_host_acp.events import outcome_for, prompt_usage, stop_warning
+from agy_host_acp.jsonrpc import ConnectionClosed, JsonRpcError, RequestTimeout
+from agy_host_acp.memory import AgentMemory, CancelMode
+from agy_host_acp.process import SpawnError
+from agy_host_acp.turn import Turn
+
+if TYPE_CHECKING:
+    from agy_host_acp.engine import AcpEngine
+
+
+class TurnFailed(Exception):
+    def __init__(self, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def acp_model_slug(model: str, effort: str | None) -> str:
+    """Antigravity's ACP model ids carry the effort: ``gemini-3.8-flash`` + low
+    -> ``gemini-3.8-flash-low``; an id that already ends in a tier is kept."""
+    if not effort or model.endswith(("-high", "-medium", "-low")):
+        return model
+    return f"{model}-{effort}"
+
+
+def acp_mode(mode: str | None, skip_permissions: bool) -> str:
+    """Antigravity's permission modes: ``yolo`` when permissions are skipped,
+    ``auto_edit`` by default (edits auto-approved, other tools ask and the host
+    policy answers), or the server's own mode name when given."""
+    if skip_permissions:
+        return "yolo"
+    if mode in ("default", "auto_edit", "yolo"):
+        return mode
+    if mode == "plan":
+        return "default"
+    return "auto_edit"
+
+
+class AcpDriver:
+    engine_name = "acp"
+
+    def __init__(self, engine: AcpEngine, nursery: trio.Nursery) -> None:
+        self.engine = engine
+        self.spec = engine.spec
+        self._nursery = nursery
+        cfg = engine.ctx.config
+        self._cfg = cfg
+        self._conn: AcpConnection | None = None
+        self._conn_lock = trio.Lock()
+        self._generation = 0
+        self._session_slots: dict[str, trio.Semaphore] = collections.defaultdict(lambda: trio.Semaphore(1))
+        self._open: dict[int, Turn] = {}
+        self._parked: list[Turn] = []
+        self.lifecycle = Lifecycle()
+        self.memory = AgentMemory(engine.ctx.state_dir, engine.ctx.warn)
+        self.state = "idle"
+        self.closed = False
+        self.last_session: str | None = None
+        self.stats = dict.fromkeys(
+            ("spawns", "turns", "reused", "recycles", "prompts", "created", "loaded", "kills"), 0
+        )
+        self._cancel_last: CancelMode | None = None
+
+    # -- contract ---------------------------------------------------------------------
+
+    async def run(self, request: TurnRequest) -> TurnHandle:
+        if self.closed:
+            raise RuntimeError("ACP driver is shut down")
+        for parked in list(self._parked):
+            if parked.request.session == request.session:
+                self.lifecycle.add("parked-turn-superseded", session=request.session)
+                parked.handle.abort("superseded by a new turn on the same session")
+        slot = self._session_slots[request.session]
+        await slot.acquire()
+        turn = Turn(request, self.engine.ctx.decide_permission, self._cfg.turn.permission_timeout_seconds)
+        turn.on_parked.append(self._parked.append)
+        self._open[turn.handle.turn_id] = turn
+        self.stats["turns"] += 1
+        self._nursery.start_soon(self._turn_task, turn, slot)
+        return turn.handle
+
+    def reentry(self) -> TurnHandle | None:
+        for turn in reversed(self._parked):
+            if not turn.handle.closed:
+                return turn.handle
+        return None
+
+    def kick_idle(self) -> None:
+        while self._parked:
+            turn = self._parked.pop()
+            if not turn.handle.closed:
+                turn.unpark()
+                if turn.parked:
+                    self._parked.append(turn)
+                self.lifecycle.add("unparked", session=turn.request.session)
+                return
+
+    def snapshot(self) -> DriverSnapshot:
+        conn = self._conn
+        info = conn.info.agent_info if conn and conn.info else None
+        cancel = self._cancel_last or self.memory.cancel_mode(self.spec.memory_key, info.version if info else "")
+        extra: dict[str, Any] = {
+            "agent": self.spec.label,
+            "command": " ".join(self.spec.command),
+            "session": self.last_session or "(none)",
+            "server": f"{info.version or 'unknown'} ({info.title or info.name})" if info else "not started",
+            "prompts": self.stats["prompts"],
+            "created": self.stats["created"],
+            "loaded": self.stats["loaded"],
+            "kills": self.stats["kills"],
+            "reconnects": max(0, self.stats["spawns"] - 1),
+            "cancel": cancel,
+        }
+        if conn is not None and conn.handshake_s is not None:
+            extra["handshake_s"] = round(conn.handshake_s, 3)
+        return DriverSnapshot(
+            engine="acp",
+            state=self.state,
+            pid=conn.pid if conn else None,
+            conversation_id=self.last_session,
+            stats={
+                "spawns": self.stats["spawns"],
+                "turns": self.stats["turns"],
+                "reused": self.stats["reused"],
+                "recycles": self.stats["kills"],
+            },
+            lifecycle=self.lifecycle.entries(),
+            extra=extra,
+        )
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for turn in list(self._open.values()):
+            turn.aborted = True
+            turn.handle.finish(
+                OutcomeActivity(
+                    status="error",
+                    stop_reason="error",
+                    conversation_id=turn.session_id,
+                    response=turn.mapper.response,
+                    error="ACP driver closed mid-turn",
+                    error_kind="internal",
+                )
+            )
+            turn.scope.cancel()
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.aclose()
+        self.state = "closed"
+        self.lifecycle.add("closed")
+
+    # -- connection ---------------------------------------------------------------------
+
+    async def _connection(self, cwd: str) -> AcpConnection:
+        async with self._conn_lock:
+            conn = self._conn
+            if conn is not None and conn.alive:
+                self.stats["reused"] += 1
+                return conn
+            self._generation += 1
+            self.stats["spawns"] += 1
+            self.state = "starting"
+            acp = self._cfg.acp
+            conn = AcpConnection(
+                self.spec,
+                cwd=cwd,
+                env=self.engine.ctx.env,
+                generation=self._generation,
+                lifecycle=self.lifecycle,
+                on_exit=self._on_exit,
+                on_notice=self._orphan_notice,
+                initialize_timeout=acp.initialize_timeout_seconds,
+                session_timeout=acp.session_timeout_seconds,
+                kill_grace=acp.kill_grace_seconds,
+            )
+            self._conn = conn
+            try:
+                await conn.start(self._nursery)
+            except SpawnError as exc:
+                self._conn = None
+                self.state = "dead"
+                self.lifecycle.add("start-failed", error=str(exc))
+                raise TurnFailed(f"could not start {self.spec.label}: {exc}", "spawn") from exc
+            except BaseException as exc:
+                self.lifecycle.add("start-failed", error=str(exc))
+                self._conn = None
+                self.state = "dead"
+                with trio.CancelScope(shield=True):
+                    await conn.kill()
+                if isinstance(exc, RequestTimeout):
+                    raise TurnFailed(
+                        f"{self.spec.label} did not answer initialize within {exc.seconds:g}s "
+                        f"(command: {' '.join(self.spec.command)})",
+                        "spawn",
+                    ) from exc
+                if isinstance(exc, ConnectionClosed):
+                    tail = conn.stderr_tail(600).strip()
+                    raise TurnFailed(
+                        f"{self.spec.label} exited before initialize ({conn.exit_detail or exc})"
+                        + (f"; stderr: {tail}" if tail and tail not in conn.exit_detail else ""),
+                        "spawn",
+                    ) from exc
+                if isinstance(exc, JsonRpcError):
+                    raise TurnFailed(f"{self.spec.label} refused initialize: {exc.message}", "protocol") from exc
+                raise
+            self.state = "ready"
+            return conn
+
+    def _on_exit(self, conn: AcpConnection) -> None:
+        tail = conn.stderr_tail(200).strip()
+        if conn is not self._conn:
+            self.lifecycle.add("stale-connection-exited", generation=conn.generation, tail=tail)
+            return
+        self._conn = None
+        self.state = "dead"
+        self.lifecycle.add("connection-exited", expected=conn.expected_exit, tail=tail)
+
+    def _orphan_notice(self, level: str, message: str, code: str) -> None:
+        self.lifecycle.add("notice", level=level, code=code, message=message[:200])
+
+    # -- one turn ---------------------------------------------------------------------
+
+    async def _turn_task(self, turn: Turn, slot: trio.Semaphore) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_abort, turn)
+                nursery.start_soon(turn.timers.watch)
+                try:
+                    with turn.scope:
+                        outcome = await self._drive(turn)
+                        turn.handle.finish(outcome)
+                finally:
+                    turn.timers.stop()
+                    nursery.cancel_scope.cancel()
+            if not turn.handle.closed:
+                turn.handle.finish(self._aborted_or(turn, "ACP turn ended without an outcome", "internal"))
+        except Exception as exc:  # a bug must surface as a turn error, never hang
+            self.lifecycle.add("turn-crashed", error=repr(exc)[:300])
+            turn.handle.finish(self._aborted_or(turn, f"ACP turn failed: {exc}", "internal"))
+        finally:
+            self._open.pop(turn.handle.turn_id, None)
+            if turn in self._parked:
+                self._parked.remove(turn)
+            conn = self._conn
+            if conn is not None and turn.session_id and conn.listeners.get(turn.session_id) is turn:
+                del conn.listeners[turn.session_id]
+            slot.release()
+
+    def _aborted_or(self, turn: Turn, error: str, kind: str) -> OutcomeActivity:
+        if turn.aborted:
+            return OutcomeActivity(
+                status="ok",
+                stop_reason="aborted",
+                aborted=True,
+                conversation_id=turn.session_id,
+                response=turn.mapper.response,
+            )
+        return OutcomeActivity(
+            status="error",
+            stop_reason="error",
+            conversation_id=turn.session_id,
+            response=turn.mapper.response,
+            error=error,
+            error_kind=kind,  # type: ignore[arg-type]
+        )
+
+    async def _drive(self, turn: Turn) -> OutcomeActivity:
+        req = turn.request
+        try:
+            conn = await self._connection(req.cwd)
+            await self._open_session(conn, turn)
+            await self._apply_config(conn, turn)
+            blocks = conn.prompt_blocks(req.prompt)
+        except TurnFailed as exc:
+            return self._aborted_or(turn, str(exc), exc.kind)
+        except AuthRequired as exc:
+            return self._aborted_or(turn, self._auth_message(exc), "auth")
+        except UnsupportedContent as exc:
+            return self._aborted_or(turn, str(exc), "usage")
+        except (ConnectionClosed, RequestTimeout, JsonRpcError) as exc:
+            return self._aborted_or(turn, f"{self.spec.label}: {_describe(exc)}", "protocol")
+        if turn.aborted:
+            return self._aborted_or(turn, "", "internal")
+        turn.prompt_started = True
+        self.stats["prompts"] += 1
+        result: s.PromptResult | None = None
+        error: BaseException | None = None
+        with turn.timers.scope:
+            turn.timers.arm()
+            try:
+                result = await conn.prompt(turn.session_id or "", blocks)
+            except (ConnectionClosed, JsonRpcError, RequestTimeout) as exc:
+                error = exc
+            finally:
+                turn.prompt_done.set()
+        fired = turn.timers.expired()
+        if fired is not None and result is None:
+            await self._teardown(conn, f"timer:{fired}")
+            if fired == "deadline":
+                msg = f"{self.spec.label} turn exceeded the {minutes(req.timeout_s)} deadline"
+                return self._aborted_or(turn, msg, "timeout")
+            msg = f"{self.spec.label} stalled for {minutes(req.inactivity_s)} with no output"
+            return self._aborted_or(turn, msg, "inactivity")
+        if error is not None:
+            if isinstance(error, ConnectionClosed) and not turn.aborted:
+                tail = conn.stderr_tail(1500).strip()
+                detail = conn.exit_detail or str(error)
+                more = f"\n{tail}" if tail and tail not in detail else ""
+                return self._aborted_or(turn, f"{self.spec.label} exited mid-turn ({detail}){more}", "exited")
+            if isinstance(error, AuthRequired):
+                return self._aborted_or(turn, self._auth_message(error), "auth")
+            return self._aborted_or(turn, f"{self.spec.label} failed the prompt: {_describe(error)}", "agent")
+        assert result is not None
+        usage = prompt_usage(result)
+        if usage is not None:
+            turn.handle.emit(UsageActivity(turn=usage))
+        stop = result.stop_reason or ""
+        if not stop:
+            return self._aborted_or(turn, f"{self.spec.label} answered session/prompt without a stopReason", "protocol")
+        warning = stop_warning(stop)
+        if warning:
+            turn.handle.emit(NoticeActivity(level="warning", message=warning, code=stop))
+        outcome = outcome_for(stop, conversation_id=turn.session_id, response=turn.mapper.response)
+        if turn.handle.abort_requested.is_set() and not outcome.aborted:
+            outcome.aborted = True
+            outcome.stop_reason = "aborted"
+        return outcome
+
+    def _auth_message(self, exc: AuthRequired) -> str:
+        detail = exc.detail or str(exc)
+        return (
+            f"{self.spec.label} needs a sign-in ({exc.method}): {detail}\n"
+            "Run `agy-host acp-auth` for the sign-in steps."
+        )
+
+    async def _open_session(self, conn: AcpConnection, turn: Turn) -> None:
+        req = turn.request
+        mcp = self.engine.ctx.mcp_servers()
+        sid = req.conversation_id
+        if sid and sid in conn.sessions:
+            turn.session_id = sid
+        elif sid:
+            caps = conn.info.agent_capabilities if conn.info else s.AgentCapabilities()
+            if not caps.load_session:
+                turn.handle.emit(
+                    NoticeActivity(
+                        level="warning",
+                        message=f"{self.spec.label} cannot load sessions (no loadSession capability); "
+                        f"conversation {sid} cannot be resumed, starting a new one",
+                        code="load-unsupported",
+                    )
+                )
+                sid = None
+            else:
+                try:
+                    await conn.load_session(sid, req.cwd, mcp)
+                    self.stats["loaded"] += 1
+                    turn.session_id = sid
+                except AuthRequired:
+                    raise
+                except (JsonRpcError, RequestTimeout) as exc:
+                    if turn.aborted:
+                        raise
+                    self.lifecycle.add("session-load-failed-creating-fresh", sessionId=sid, error=_describe(exc))
+                    turn.handle.emit(
+                        NoticeActivity(
+                            level="warning",
+                            message=f"could not resume conversation {sid} ({_describe(exc)}); started a new one",
+                            code="load-failed",
+                        )
+                    )
+                    sid = None
+        if turn.session_id is None:
+            setup = await conn.new_session(req.cwd, mcp)
+            self.stats["created"] += 1
+            turn.session_id = setup.session_id
+        assert turn.session_id is not None
+        self.last_session = turn.session_id
+        conn.listeners[turn.session_id] = turn
+
+    async def _apply_config(self, conn: AcpConnection, turn: Turn) -> None:
+        req = turn.request
+        sid = turn.session_id or ""
+        setup = conn.setups.get(sid)
+        option_ids = {o.id for o in (setup.config_options or [])} if setup else set()
+        known = setup is not None
+        if self.spec.is_agy:
+            option_ids |= {"model", "mode"}  # Antigravity always has both
+            if req.mode == "plan":
+                raise TurnFailed(
+                    "Antigravity's ACP server has no plan mode; use `--engine stream-json` for a plan-only run",
+                    "usage",
+                )
+        model = req.model
+        if model:
+            value = acp_model_slug(model, req.effort) if self.spec.is_agy else model
+            if "model" in option_ids or not known:
+                if conn.applied.get((sid, "model")) != value:
+                    try:
+                        await conn.set_config_option(sid, "model", value)
+                        self.lifecycle.add("model", value=value)
+                    except JsonRpcError as exc:
+                        raise TurnFailed(
+                            f"{self.spec.label} model selection failed: {_describe(exc)}", "usage"
+                        ) from exc
+            else:
+                turn.handle.emit(
+                    NoticeActivity(
+                        level="warning",
+                        message=f"{self.spec.label} offers no model selection; --model {model} ignored",
+                        code="model-unsupported",
+                    )
+                )
+        mode = acp_mode(req.mode, req.skip_permissions) if self.spec.is_agy else req.mode
+        if mode and conn.applied.get((sid, "mode")) != mode:
+            try:
+                if "mode" in option_ids or not known:
+                    await conn.set_config_option(sid, "mode", mode)
+                else:
+                    await conn.set_mode(sid, mode)
+                self.lifecycle.add("mode", value=mode)
+            except (JsonRpcError, RequestTimeout) as exc:
+                self.lifecycle.add("mode-apply-failed", value=mode, error=_describe(exc))
+                turn.handle.emit(
+                    NoticeActivity(
+                        level="warning", message=f"could not set mode {mode!r}: {_describe(exc)}", code="mode-failed"
+                    )
+                )
+
+    # -- abort (Gate D) ---------------------------------------------------------------
+
+    async def _watch_abort(self, turn: Turn) -> None:
+        await turn.handle.abort_requested.wait()
+        turn.aborted = True
+        self.lifecycle.add("abort", reason=turn.handle.abort_reason, session=turn.request.session)
+        turn.cancel_permissions()
+        conn = self._conn
+        if conn is None or not conn.alive or not turn.session_id or not turn.prompt_started:
+            turn.scope.cancel()
+            return
+        info = conn.info.agent_info if conn.info else None
+        version = info.version if info else ""
+        key = self.spec.memory_key
+        if self.memory.cancel_mode(key, version) == "kill+reload":
+            await self._teardown(conn, "abort (agent does not cancel)")
+            return
+        with contextlib.suppress(ConnectionClosed, trio.BrokenResourceError):
+            await conn.cancel(turn.session_id)
+        self.lifecycle.add("cancel-sent", sessionId=turn.session_id)
+        with trio.move_on_after(self._cfg.acp.cancel_grace_seconds):
+            await turn.prompt_done.wait()
+        if turn.prompt_done.is_set() and conn.alive:
+            self._cancel_last = "graceful"
+            self.memory.remember_cancel(key, version, "graceful")
+            return
+        self._cancel_last = "kill+reload"
+        self.memory.remember_cancel(key, version, "kill+reload")
+        self.lifecycle.add("cancel-unsupported", version=version)
+        await self._teardown(conn, "abort: no cancelled stopReason within the grace")
+
+    async def _teardown(self, conn: AcpConnection, why: str) -> None:
+        self.stats["kills"] += 1
+        self.lifecycle.add("teardown", reason=why)
+        if conn is self._conn:
+            self._conn = None
+            self.state = "dead"
+        with trio.CancelScope(shield=True):
+            await conn.kill()
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, JsonRpcError):
+        detail = exc.detail
+        return f"{exc.message} (code {exc.code})" + (f": {detail}" if detail else "")
+    return str(exc) or type(exc).__name__
+
+
+@contextlib.asynccontextmanager
+async def open_driver(engine: AcpEngine) -> AsyncIterator[AcpDriver]:
+    async with trio.open_nursery() as nursery:
+        driver = AcpDriver(engine, nursery)
+        try:
+            yield driver
+        finally:
+            with trio.CancelScope(shield=True):
+                await driver.aclose()
+            nursery.cancel_scope.cancel()
+
+
+__all__ = ["AcpDriver", "acp_mode", "acp_model_slug", "open_driver"]

@@ -1,0 +1,178 @@
+"""The ACP engine: Antigravity's official server by default, any ACP agent on
+request (``--agent "CMD ARGS"`` or a profile in ``[acp.profiles]``)."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import TYPE_CHECKING, ClassVar
+
+import trio
+
+from agy_host.engines import Engine, EngineCapabilities, EngineContext, EngineError, ModelCatalog, ModelInfo
+from agy_host.lifecycle import Lifecycle
+from agy_host_acp import schema as s
+from agy_host_acp.connection import AcpConnection, AuthRequired
+from agy_host_acp.jsonrpc import ConnectionClosed, JsonRpcError, RequestTimeout
+from agy_host_acp.memory import AgentMemory
+from agy_host_acp.process import SpawnError
+from agy_host_acp.profiles import AgentNotFound, AgentSpec, resolve_agent, sandbox_spec
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from agy_host.diagnostics import DiagnosticReport, Status
+    from agy_host_acp.driver import AcpDriver
+
+
+class AcpEngine(Engine):
+    ENGINE_NAME: ClassVar[str] = "acp"
+    DESCRIPTION: ClassVar[str] = "Agent Client Protocol: Antigravity's official ACP server, or any ACP agent command"
+    STORE_SUFFIX: ClassVar[str] = "@acp"
+
+    def __init__(self, ctx: EngineContext) -> None:
+        super().__init__(ctx)
+        self.spec_error: str | None = None
+        try:
+            self.spec: AgentSpec = resolve_agent(ctx.config, ctx.env, ctx.agent)
+        except AgentNotFound as exc:
+            self.spec_error = str(exc)
+            self.spec = sandbox_spec([])
+        self.sandbox = self.spec.kind == "sandbox" and self.spec_error is None and ctx.agent != "sandbox"
+
+    @property
+    def capabilities(self) -> EngineCapabilities:
+        return EngineCapabilities(
+            reports_usage=not self.spec.is_agy,
+            plan_mode=False,
+            images=True,
+            resources=True,
+            load_session=True,
+        )
+
+    def store_key(self, session: str) -> str:
+        """``<session>@acp`` for Antigravity; ``<session>@acp:<profile|hash>``
+        for other agents, whose conversation ids mean nothing to each other."""
+        return f"{session}{self.spec.store_suffix}"
+
+    def agent_label(self) -> str:
+        return self.spec.label
+
+    @contextlib.asynccontextmanager
+    async def _driver(self) -> AsyncIterator[AcpDriver]:
+        if self.spec_error is not None:
+            raise EngineError(self.spec_error)
+        from agy_host_acp.driver import open_driver
+
+        async with open_driver(self) as driver:
+            yield driver
+
+    def open_driver(self) -> contextlib.AbstractAsyncContextManager[AcpDriver]:
+        return self._driver()
+
+    # -- probes ----------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _probe_connection(self, lifecycle: Lifecycle) -> AsyncIterator[AcpConnection]:
+        if self.spec_error is not None:
+            raise EngineError(self.spec_error)
+        acp = self.ctx.config.acp
+        async with trio.open_nursery() as nursery:
+            conn = AcpConnection(
+                self.spec,
+                cwd=str(self.ctx.env.get("PWD") or "."),
+                env=self.ctx.env,
+                generation=1,
+                lifecycle=lifecycle,
+                on_exit=lambda _c: None,
+                on_notice=lambda level, msg, code: lifecycle.add("notice", level=level, message=msg[:300]),
+                initialize_timeout=acp.initialize_timeout_seconds,
+                session_timeout=acp.session_timeout_seconds,
+                kill_grace=acp.kill_grace_seconds,
+            )
+            try:
+                await conn.start(nursery)
+                yield conn
+            finally:
+                with trio.CancelScope(shield=True):
+                    await conn.aclose()
+                nursery.cancel_scope.cancel()
+
+    async def list_models(self) -> ModelCatalog:
+        """Ask the agent: ``session/new`` lists models (config option ``model``
+        or the ``models`` field). Spends no tokens."""
+        import os
+
+        async with self._probe_connection(Lifecycle()) as conn:
+            setup = await conn.new_session(os.getcwd(), [])
+        models: list[ModelInfo] = []
+        current: str | None = None
+        for opt in setup.config_options or []:
+            if opt.id == "model":
+                current = str(opt.current_value) if opt.current_value is not None else None
+                for entry in opt.options:
+                    if isinstance(entry, dict) and "value" in entry:
+                        value = str(entry["value"])
+                        models.append(ModelInfo(id=value, name=str(entry.get("name", "")), current=value == current))
+        if not models and setup.models is not None:
+            current = setup.models.current_model_id
+            models = [
+                ModelInfo(id=m.model_id, name=m.name, current=m.model_id == current)
+                for m in setup.models.available_models
+            ]
+        return ModelCatalog(models=models, source="agent", current=current)
+
+    async def diagnose(self, report: DiagnosticReport) -> None:
+        sec = report.section("acp engine")
+        sec.add("agent", self.spec.label, "info")
+        if self.sandbox:
+            sec.add(
+                "agent note",
+                "no Antigravity ACP server found; turns run on the bundled sandbox agent (echo only)",
+                "warn",
+            )
+        for probe in self.spec.tried:
+            status: Status = "ok" if probe.result == "found" else "info"
+            sec.add(f"binary ({probe.source})", f"{probe.path}: {probe.result}", status)
+        if self.spec_error is not None:
+            sec.add("binary", self.spec_error, "error")
+            return
+        sec.add("command", " ".join(self.spec.command))
+        lifecycle = Lifecycle()
+        started = time.monotonic()
+        try:
+            async with self._probe_connection(lifecycle) as conn:
+                info = conn.info or s.InitializeResult()
+                agent = info.agent_info
+                sec.add("handshake", f"{conn.handshake_s or time.monotonic() - started:.2f}s", "ok")
+                sec.add("server", f"{agent.version or 'unknown'} ({agent.title or agent.name})" if agent else "unknown")
+                caps = info.agent_capabilities
+                sec.add(
+                    "capabilities",
+                    f"loadSession={caps.load_session} image={caps.prompt_capabilities.image} "
+                    f"embeddedContext={caps.prompt_capabilities.embedded_context} "
+                    f"mcp http={caps.mcp_capabilities.http}",
+                )
+                if info.auth_methods:
+                    sec.add("auth methods", ", ".join(m.id for m in info.auth_methods))
+                mem = AgentMemory(self.ctx.state_dir)
+                sec.add("cancel", mem.cancel_mode(self.spec.memory_key, agent.version if agent else ""))
+                try:
+                    setup = await conn.new_session(str(self.ctx.env.get("PWD") or "."), [])
+                    sec.add("auth", "signed in (session/new works)", "ok")
+                    sec.add("probe session", setup.session_id or "?")
+                except AuthRequired as exc:
+                    sec.add("auth", "sign-in required", "error", [exc.detail or str(exc), "run: agy-host acp-auth"])
+        except EngineError as exc:
+            sec.add("start", str(exc), "error")
+        except SpawnError as exc:
+            sec.add("start", f"cannot start: {exc}", "error")
+        except RequestTimeout as exc:
+            sec.add("handshake", f"no answer to initialize: {exc}", "error")
+        except (ConnectionClosed, JsonRpcError) as exc:
+            sec.add("handshake", f"failed: {exc}", "error")
+        for entry in lifecycle.last(5):
+            sec.add("probe log", entry.format())
+
+
+__all__ = ["AcpEngine"]

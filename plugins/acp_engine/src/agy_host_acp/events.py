@@ -1,0 +1,289 @@
+"""ACP ``session/update`` -> host Activities, and stop-reason mapping.
+
+One :class:`UpdateMapper` per turn holds the little state the mapping needs:
+
+* the cumulative-resend guard for message chunks;
+* the tool calls seen so far, so a repeated ``tool_call`` (Antigravity sends the
+  pending call twice, verbatim) updates in place instead of starting a second
+  card, and so a completion carries the name, arguments and diff of its start;
+* the last started tool, adopted by a completion under an id never seen (the
+  server's "supersede" quirk: an approved call reports failure while the real
+  edit completes under another id).
+
+Names come from ``_meta.mcp.tool`` (the clean MCP tool name), else the title
+("Running edit_file" -> ``edit_file``), else the kind. Arguments are
+``rawInput.arguments`` when that is an object (the MCP envelope), else
+``rawInput``. A completion's output is the text of its content entries, falling
+back to ``rawOutput`` (often only a display title).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+
+from agy_host.events import (
+    Activity,
+    CommandsActivity,
+    FileDiff,
+    OutcomeActivity,
+    TextActivity,
+    ThoughtActivity,
+    ToolDoneActivity,
+    ToolErrorActivity,
+    ToolStartActivity,
+    UsageActivity,
+    UsageCounts,
+)
+from agy_host.textguard import CumulativeGuard
+from agy_host_acp import schema as s
+
+_TITLE_TOOL = re.compile(r"\bRun(?:ning)?\s+([A-Za-z_][\w.]*)", re.IGNORECASE)
+
+
+def tool_name(update: s.ToolCallFields | s.PermissionToolCall, fallback: str = "tool") -> str:
+    meta = update.meta or {}
+    mcp = meta.get("mcp")
+    if isinstance(mcp, dict) and isinstance(mcp.get("tool"), str) and mcp["tool"]:
+        return str(mcp["tool"])
+    if update.title:
+        m = _TITLE_TOOL.search(update.title)
+        if m:
+            return m.group(1)
+    if update.kind:
+        return update.kind
+    return fallback
+
+
+def tool_args(raw_input: Any) -> dict[str, Any]:
+    if isinstance(raw_input, dict):
+        inner = raw_input.get("arguments")
+        if isinstance(inner, dict):
+            return inner
+        return raw_input
+    return {}
+
+
+def first_diff(content: list[s.ToolContent] | None) -> FileDiff | None:
+    for entry in content or ():
+        if entry.type == "diff" and entry.path is not None and entry.new_text is not None:
+            return FileDiff(path=entry.path, new_text=entry.new_text, old_text=entry.old_text)
+    return None
+
+
+def content_text(content: list[s.ToolContent] | None) -> str:
+    parts: list[str] = []
+    for entry in content or ():
+        if entry.type == "content" and entry.content is not None and entry.content.text:
+            parts.append(entry.content.text)
+        elif entry.text:
+            parts.append(entry.text)
+    return "\n".join(parts)
+
+
+def _raw_text(raw: Any) -> str:
+    if raw is None:
+        return ""
+    if isinstance(raw, str):
+        return raw
+    return msgspec.json.encode(raw).decode()
+
+
+class _Tool:
+    __slots__ = ("args", "diff", "kind", "name", "title")
+
+    def __init__(self, name: str, kind: str, title: str, args: dict[str, Any], diff: FileDiff | None) -> None:
+        self.name = name
+        self.kind = kind
+        self.title = title
+        self.args = args
+        self.diff = diff
+
+
+class UpdateMapper:
+    """Stateful mapping of one turn's updates to Activities."""
+
+    def __init__(self) -> None:
+        self.guard = CumulativeGuard()
+        self._tools: dict[str, _Tool] = {}
+        self._last: _Tool | None = None
+        self._denied: set[str] = set()
+        self.ignored: dict[str, int] = {}
+
+    @property
+    def response(self) -> str:
+        return self.guard.text
+
+    def mark_denied(self, call_id: str) -> None:
+        """The permission policy rejected this call: its end reads as denied."""
+        self._denied.add(call_id)
+
+    def map(self, update: s.Update) -> Activity | None:
+        kind = type(update)
+        if kind is s.AgentMessageChunk:
+            text = update.content.text  # type: ignore[union-attr]
+            if not text:
+                return None
+            delta = self.guard.feed(text)
+            return TextActivity(delta=delta) if delta else None
+        if kind is s.AgentThoughtChunk:
+            text = update.content.text  # type: ignore[union-attr]
+            return ThoughtActivity(delta=text) if text else None
+        if isinstance(update, s.ToolCall):
+            return self._tool_call(update)
+        if isinstance(update, s.ToolCallUpdate):
+            return self._tool_update(update)
+        if isinstance(update, s.UsageUpdate):
+            turn = UsageCounts(
+                context_used=update.used,
+                context_size=update.size,
+                cost_amount=update.cost.amount if update.cost else None,
+                cost_currency=update.cost.currency if update.cost else None,
+            )
+            return UsageActivity(turn=turn)
+        if isinstance(update, s.AvailableCommandsUpdate):
+            return CommandsActivity(commands=[c.name for c in update.available_commands])
+        name = update.kind if isinstance(update, s.UnknownUpdate) else type(update).__name__
+        self.ignored[name] = self.ignored.get(name, 0) + 1
+        return None
+
+    def _tool_call(self, update: s.ToolCall) -> Activity | None:
+        call_id = update.tool_call_id
+        diff = first_diff(update.content)
+        known = self._tools.get(call_id)
+        if known is not None:
+            known.title = update.title or known.title
+            known.diff = diff or known.diff
+            if update.raw_input:
+                known.args = tool_args(update.raw_input)
+            self._last = known
+            return None
+        tool = _Tool(
+            name=tool_name(update),
+            kind=update.kind or "other",
+            title=update.title or "",
+            args=tool_args(update.raw_input),
+            diff=diff,
+        )
+        self._tools[call_id] = tool
+        self._last = tool
+        return ToolStartActivity(
+            call_id=call_id,
+            name=tool.name,
+            kind=tool.kind,
+            title=tool.title,
+            args=tool.args,
+            locations=[loc.path for loc in update.locations or ()],
+            diff=diff,
+        )
+
+    def _tool_update(self, update: s.ToolCallUpdate) -> Activity | None:
+        call_id = update.tool_call_id
+        tool = self._tools.get(call_id)
+        diff = first_diff(update.content)
+        if tool is None and update.status in {"completed", "failed"}:
+            tool = self._last  # the supersede quirk: adopt the last started call
+        if tool is not None:
+            if update.title:
+                tool.title = update.title
+            if diff is not None:
+                tool.diff = diff
+        status = update.status
+        if status == "completed":
+            output = content_text(update.content) or _raw_text(update.raw_output)
+            return ToolDoneActivity(
+                call_id=call_id,
+                name=tool.name if tool else tool_name(update),
+                kind=tool.kind if tool else (update.kind or "other"),
+                args=tool.args if tool else tool_args(update.raw_input),
+                output=output,
+                diff=tool.diff if tool else diff,
+                denied=call_id in self._denied,
+            )
+        if status == "failed":
+            message = content_text(update.content) or _raw_text(update.raw_output) or "tool failed"
+            return ToolErrorActivity(
+                call_id=call_id,
+                name=tool.name if tool else tool_name(update),
+                message=message,
+                denied=call_id in self._denied,
+            )
+        return None
+
+
+def prompt_usage(result: s.PromptResult) -> UsageCounts | None:
+    """Usage reported in the prompt response (``usage``) or, for Gemini CLI,
+    ``_meta.quota.token_count``."""
+    if result.usage is not None:
+        u = result.usage
+        return UsageCounts(
+            input_tokens=u.input_tokens,
+            output_tokens=u.output_tokens,
+            thinking_tokens=u.thought_tokens,
+            cache_read_tokens=u.cached_read_tokens,
+            cache_write_tokens=u.cached_write_tokens,
+            total_tokens=u.total_tokens,
+        )
+    meta = result.meta or {}
+    quota = meta.get("quota")
+    if isinstance(quota, dict) and isinstance(quota.get("token_count"), dict):
+        tc = quota["token_count"]
+        inp, out = tc.get("input_tokens"), tc.get("output_tokens")
+        if isinstance(inp, int) or isinstance(out, int):
+            total = (inp or 0) + (out or 0)
+            return UsageCounts(input_tokens=inp, output_tokens=out, total_tokens=total)
+    return None
+
+
+#: stopReason -> (status, host stop reason, error text)
+_STOP: dict[str, tuple[str, str, str]] = {
+    "end_turn": ("ok", "stop", ""),
+    "cancelled": ("ok", "aborted", ""),
+    "max_tokens": ("ok", "stop", ""),
+    "refusal": ("error", "error", "the model refused the request"),
+    "max_turn_requests": ("error", "error", "the turn exceeded the agent's request limit"),
+}
+
+
+def stop_warning(stop_reason: str) -> str:
+    """A notice for stop reasons that end the turn normally but cut it short."""
+    if stop_reason == "max_tokens":
+        return "the response hit the agent's token cap; it may be cut short"
+    return ""
+
+
+def outcome_for(stop_reason: str, *, conversation_id: str | None, response: str) -> OutcomeActivity:
+    status, host_reason, error = _STOP.get(stop_reason, ("ok", "stop", ""))
+    if status == "error":
+        return OutcomeActivity(
+            status="error",
+            stop_reason="error",
+            agent_stop_reason=stop_reason,
+            conversation_id=conversation_id,
+            response=response,
+            error=error,
+            error_kind="agent",
+        )
+    return OutcomeActivity(
+        status="ok",
+        stop_reason="aborted" if host_reason == "aborted" else "stop",
+        agent_stop_reason=stop_reason,
+        conversation_id=conversation_id,
+        response=response,
+        error=error,
+        aborted=host_reason == "aborted",
+    )
+
+
+__all__ = [
+    "UpdateMapper",
+    "content_text",
+    "first_diff",
+    "outcome_for",
+    "prompt_usage",
+    "stop_warning",
+    "tool_args",
+    "tool_name",
+]

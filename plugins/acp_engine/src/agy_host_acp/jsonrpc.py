@@ -1,0 +1,337 @@
+"""Newline-delimited JSON-RPC 2.0 over a pair of trio byte streams.
+
+What this layer guarantees, because real agents need each of them:
+
+* **Line buffering across chunk boundaries.** Pipe reads are not aligned to
+  newlines; a frame split over two reads is reassembled, never dropped (the
+  original's P0 bug). Lines are split on ``\\n`` only.
+* **Lines up to 64 MiB.** A longer line is refused: its bytes are discarded up
+  to the next newline, the refusal is reported through ``on_protocol_error``
+  and the connection stays usable (the documented choice; a huge frame is one
+  bad message, not a dead agent).
+* **Nothing fatal from garbage.** A non-JSON line (Antigravity prints its
+  sign-in URL this way), invalid UTF-8, a NUL byte, a JSON array, a response to
+  an unknown or already-answered id: each is reported through a callback and
+  skipped.
+* **Correlation and concurrency.** Any number of requests may be in flight;
+  responses are matched by id; error responses keep their code and data
+  (:class:`JsonRpcError`), so callers can tell -32601 from -32000. Requests
+  from the agent are served concurrently in the connection's nursery and
+  always answered (an exception in a handler becomes an error response).
+* ``abort_all`` fails every pending request at once when the agent dies.
+
+Notifications are dispatched synchronously from the read loop: they are the
+hot path (hundreds of thousands of ``session/update`` chunks per turn), so
+they cost one decode and one callback each, with no task switch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+import trio
+
+#: The longest line accepted (64 MiB, like other ACP clients).
+MAX_LINE_BYTES = 64 * 1024 * 1024
+READ_CHUNK = 256 * 1024
+
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+AUTH_REQUIRED = -32000
+
+
+class JsonRpcError(Exception):
+    """An error response from the peer, code and data kept."""
+
+    def __init__(self, code: int, message: str, data: Any = None, *, method: str = "") -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+        self.method = method
+
+    @property
+    def detail(self) -> str:
+        """The agent's own remediation text when it sent one in ``data``."""
+        data = self.data
+        if isinstance(data, dict):
+            for key in ("message", "details", "detail", "reason"):
+                value = data.get(key)
+                if isinstance(value, str) and value:
+                    return value
+        if isinstance(data, str):
+            return data
+        return ""
+
+
+class ConnectionClosed(Exception):
+    """The connection ended (agent exited, torn down) with requests pending."""
+
+
+class RequestTimeout(Exception):
+    def __init__(self, method: str, seconds: float) -> None:
+        super().__init__(f"{method} got no answer within {seconds:g}s")
+        self.method = method
+        self.seconds = seconds
+
+
+class _Error(msgspec.Struct):
+    code: int = INTERNAL_ERROR
+    message: str = ""
+    data: Any = None
+
+
+class _Envelope(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    id: int | str | None = None
+    method: str | None = None
+    params: msgspec.Raw = msgspec.Raw(b"null")
+    result: msgspec.Raw = msgspec.Raw(b"null")
+    error: _Error | None = None
+
+
+class _Pending:
+    __slots__ = ("done", "error", "method", "result")
+
+    def __init__(self, method: str) -> None:
+        self.method = method
+        self.done = trio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+NotificationHandler = Callable[[str, msgspec.Raw], None]
+RequestHandler = Callable[[str, msgspec.Raw], Awaitable[Any]]
+ErrorHandler = Callable[[str, bytes], None]
+
+
+class LineBuffer:
+    """Splits a byte stream into lines; keeps the trailing partial line."""
+
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self.max_line = max_line
+        self._partial = b""
+        self._discarding = False
+
+    def feed(self, data: bytes) -> tuple[list[bytes], int]:
+        """Complete lines in ``data`` (without ``\\n``) and how many oversized
+        lines were discarded."""
+        dropped = 0
+        if self._discarding:
+            nl = data.find(b"\n")
+            if nl < 0:
+                return [], 0
+            data = data[nl + 1 :]
+            self._discarding = False
+            dropped += 1
+        if self._partial:
+            data = self._partial + data
+            self._partial = b""
+        lines = data.split(b"\n")
+        tail = lines.pop()
+        if len(tail) > self.max_line:
+            self._discarding = True
+            tail = b""
+        self._partial = tail
+        if lines and (len(data) > self.max_line or len(lines[0]) > self.max_line):
+            kept = [x for x in lines if len(x) <= self.max_line]
+            dropped += len(lines) - len(kept)
+            lines = kept
+        return lines, dropped
+
+    @property
+    def pending(self) -> bytes:
+        return self._partial
+
+
+class JsonRpcConnection:
+    """One JSON-RPC peer over ``send``/``receive`` byte streams."""
+
+    def __init__(
+        self,
+        send: trio.abc.SendStream,
+        receive: trio.abc.ReceiveStream,
+        *,
+        on_notification: NotificationHandler,
+        on_request: RequestHandler,
+        on_protocol_error: ErrorHandler,
+        max_line: int = MAX_LINE_BYTES,
+    ) -> None:
+        self._send = send
+        self._receive = receive
+        self._on_notification = on_notification
+        self._on_request = on_request
+        self._on_protocol_error = on_protocol_error
+        self._buffer = LineBuffer(max_line)
+        self._ids = itertools.count(0)
+        self._pending: dict[int | str, _Pending] = {}
+        self._send_lock = trio.Lock()
+        self._decoder = msgspec.json.Decoder(_Envelope)
+        self._encoder = msgspec.json.Encoder()
+        self._closed: str | None = None
+        self._nursery: trio.Nursery | None = None
+        self.sent = 0
+        self.received = 0
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Read until EOF; serve agent requests in a nursery owned by this call."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started()
+            try:
+                await self._read_loop()
+            finally:
+                self.abort_all("connection closed: agent output ended")
+                nursery.cancel_scope.cancel()
+
+    async def _read_loop(self) -> None:
+        receive = self._receive.receive_some
+        feed = self._buffer.feed
+        while True:
+            try:
+                data = await receive(READ_CHUNK)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return
+            if not data:
+                if self._buffer.pending.strip():
+                    self._dispatch(self._buffer.pending)
+                return
+            lines, dropped = feed(data)
+            if dropped:
+                self._on_protocol_error(f"refused {dropped} line(s) longer than {self._buffer.max_line} bytes", b"")
+            for line in lines:
+                if line:
+                    self._dispatch(line)
+
+    def _dispatch(self, line: bytes) -> None:
+        self.received += 1
+        try:
+            env = self._decoder.decode(line)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            stripped = line.strip()
+            if not stripped:
+                return
+            self._on_protocol_error(f"not a JSON-RPC message: {exc}", stripped)
+            return
+        method = env.method
+        if method is not None:
+            if env.id is None:
+                try:
+                    self._on_notification(method, env.params)
+                except Exception as exc:  # a handler bug must not kill the reader
+                    self._on_protocol_error(f"notification handler failed for {method}: {exc!r}", b"")
+                return
+            if self._nursery is None:
+                return
+            self._nursery.start_soon(self._serve, env.id, method, env.params)
+            return
+        if env.id is None:
+            self._on_protocol_error("message with neither method nor id", line[:500])
+            return
+        pending = self._pending.pop(env.id, None)
+        if pending is None:
+            self._on_protocol_error(f"response to unknown or already-answered id {env.id!r}", line[:500])
+            return
+        if env.error is not None:
+            err = env.error
+            pending.error = JsonRpcError(err.code, err.message, err.data, method=pending.method)
+        else:
+            try:
+                pending.result = msgspec.json.decode(env.result)
+            except msgspec.DecodeError as exc:  # pragma: no cover - decoded once already
+                pending.error = exc
+        pending.done.set()
+
+    async def _serve(self, req_id: int | str, method: str, params: msgspec.Raw) -> None:
+        try:
+            result = await self._on_request(method, params)
+        except JsonRpcError as exc:
+            await self._write({"jsonrpc": "2.0", "id": req_id, "error": _error_obj(exc)})
+            return
+        except Exception as exc:
+            err = {"code": INTERNAL_ERROR, "message": f"client error: {type(exc).__name__}: {exc}"}
+            await self._write({"jsonrpc": "2.0", "id": req_id, "error": err})
+            return
+        await self._write({"jsonrpc": "2.0", "id": req_id, "result": result})
+
+    # -- sending -----------------------------------------------------------------
+
+    async def _write(self, message: Any) -> None:
+        data = self._encoder.encode(message) + b"\n"
+        async with self._send_lock:
+            try:
+                await self._send.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+                self.abort_all(f"connection closed: cannot write to the agent ({exc})")
+                raise ConnectionClosed(self._closed or "connection closed") from exc
+        self.sent += 1
+
+    async def notify(self, method: str, params: Any) -> None:
+        await self._write({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def request(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
+        """Send a request and wait for its result; raise :class:`JsonRpcError`
+        for an error response, :class:`RequestTimeout` past ``timeout``,
+        :class:`ConnectionClosed` when the connection ends first."""
+        if self._closed is not None:
+            raise ConnectionClosed(self._closed)
+        req_id = next(self._ids)
+        pending = _Pending(method)
+        self._pending[req_id] = pending
+        try:
+            await self._write({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
+            deadline = math.inf if timeout is None else trio.current_time() + timeout
+            with trio.move_on_at(deadline):
+                await pending.done.wait()
+            if not pending.done.is_set():
+                raise RequestTimeout(method, timeout or 0.0)
+        finally:
+            self._pending.pop(req_id, None)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result
+
+    def abort_all(self, reason: str) -> None:
+        """Fail every pending request with :class:`ConnectionClosed`."""
+        if self._closed is None:
+            self._closed = reason
+        pending, self._pending = self._pending, {}
+        for entry in pending.values():
+            entry.error = ConnectionClosed(reason)
+            entry.done.set()
+
+    @property
+    def closed(self) -> str | None:
+        return self._closed
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._pending)
+
+
+def _error_obj(exc: JsonRpcError) -> dict[str, Any]:
+    obj: dict[str, Any] = {"code": exc.code, "message": exc.message}
+    if exc.data is not None:
+        obj["data"] = exc.data
+    return obj
+
+
+__all__ = [
+    "AUTH_REQUIRED",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "MAX_LINE_BYTES",
+    "METHOD_NOT_FOUND",
+    "ConnectionClosed",
+    "JsonRpcConnection",
+    "JsonRpcError",
+    "LineBuffer",
+    "RequestTimeout",
+]

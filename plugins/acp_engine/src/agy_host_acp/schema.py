@@ -1,0 +1,384 @@
+"""The ACP v1 messages agy-host reads, as msgspec Structs.
+
+Only what the engine uses is modelled, and every model is *tolerant*: unknown
+fields are ignored, optional fields default, and content blocks are loose
+structs keyed by ``type`` rather than a strict union, because agents in the
+field send shapes the schema does not (a bare ``{text}`` content entry, a
+``_meta`` on anything). ``sessionUpdate`` is a tagged union; an update with a
+variant this module does not know decodes to :class:`UnknownUpdate` holding
+the raw object, so a newer agent can never crash the host.
+
+Field names follow the wire (camelCase) through ``rename="camel"``; ``_meta``
+is mapped explicitly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+PROTOCOL_VERSION = 1
+
+
+class _Wire(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """Base for tolerant wire structs."""
+
+
+# ---------------------------------------------------------------------------
+# initialize
+# ---------------------------------------------------------------------------
+
+
+class PromptCapabilities(_Wire, kw_only=True):
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = False
+
+
+class McpCapabilities(_Wire, kw_only=True):
+    http: bool = False
+    sse: bool = False
+
+
+class AgentCapabilities(_Wire, kw_only=True):
+    load_session: bool = False
+    prompt_capabilities: PromptCapabilities = msgspec.field(default_factory=PromptCapabilities)
+    mcp_capabilities: McpCapabilities = msgspec.field(default_factory=McpCapabilities)
+    session_capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class AuthMethod(_Wire, kw_only=True):
+    id: str
+    name: str = ""
+    description: str | None = None
+
+
+class Implementation(_Wire, kw_only=True):
+    name: str = ""
+    title: str | None = None
+    version: str = ""
+
+
+class InitializeResult(_Wire, kw_only=True):
+    protocol_version: int = PROTOCOL_VERSION
+    agent_capabilities: AgentCapabilities = msgspec.field(default_factory=AgentCapabilities)
+    auth_methods: list[AuthMethod] = msgspec.field(default_factory=list)
+    agent_info: Implementation | None = None
+
+
+# ---------------------------------------------------------------------------
+# sessions
+# ---------------------------------------------------------------------------
+
+
+class SelectOption(_Wire, kw_only=True):
+    value: str
+    name: str = ""
+    description: str | None = None
+
+
+class ConfigOption(_Wire, kw_only=True):
+    id: str
+    current_value: Any = None
+    options: list[Any] = msgspec.field(default_factory=list)
+    name: str = ""
+    category: str | None = None
+    type: str = "select"
+
+    def values(self) -> list[str]:
+        """Option values, flattening grouped options (``{group, options}``)."""
+        out: list[str] = []
+        for opt in self.options:
+            if isinstance(opt, dict):
+                if "value" in opt:
+                    out.append(str(opt["value"]))
+                for sub in opt.get("options", []) or []:
+                    if isinstance(sub, dict) and "value" in sub:
+                        out.append(str(sub["value"]))
+        return out
+
+
+class ModelEntry(_Wire, kw_only=True):
+    model_id: str
+    name: str = ""
+    description: str | None = None
+
+
+class SessionModels(_Wire, kw_only=True):
+    available_models: list[ModelEntry] = msgspec.field(default_factory=list)
+    current_model_id: str | None = None
+
+
+class ModeEntry(_Wire, kw_only=True):
+    id: str
+    name: str = ""
+    description: str | None = None
+
+
+class SessionModes(_Wire, kw_only=True):
+    available_modes: list[ModeEntry] = msgspec.field(default_factory=list)
+    current_mode_id: str | None = None
+
+
+class SessionSetup(_Wire, kw_only=True):
+    """The result of ``session/new`` and ``session/load`` (load has no id)."""
+
+    session_id: str | None = None
+    modes: SessionModes | None = None
+    models: SessionModels | None = None
+    config_options: list[ConfigOption] | None = None
+
+
+class SetConfigOptionResult(_Wire, kw_only=True):
+    config_options: list[ConfigOption] = msgspec.field(default_factory=list)
+
+
+class PromptUsage(_Wire, kw_only=True):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    thought_tokens: int | None = None
+    cached_read_tokens: int | None = None
+    cached_write_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+class PromptResult(_Wire, kw_only=True):
+    stop_reason: str | None = None
+    usage: PromptUsage | None = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+# ---------------------------------------------------------------------------
+# content (loose)
+# ---------------------------------------------------------------------------
+
+
+class Content(_Wire, kw_only=True):
+    """Any ContentBlock, loosely: text, image, audio, resource_link, resource."""
+
+    type: str = "text"
+    text: str | None = None
+    data: str | None = None
+    mime_type: str | None = None
+    uri: str | None = None
+    resource: dict[str, Any] | None = None
+
+
+class ToolContent(_Wire, kw_only=True):
+    """A tool call content entry: ``content`` (wrapping a block), ``diff``,
+    ``terminal``; also tolerates a bare ``{text}``."""
+
+    type: str = "content"
+    content: Content | None = None
+    path: str | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    terminal_id: str | None = None
+    text: str | None = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class Location(_Wire, kw_only=True):
+    path: str
+    line: int | None = None
+
+
+# ---------------------------------------------------------------------------
+# session/update: a tagged union on "sessionUpdate"
+# ---------------------------------------------------------------------------
+
+
+class _Update(msgspec.Struct, tag_field="sessionUpdate", rename="camel", kw_only=True, omit_defaults=True):
+    pass
+
+
+class AgentMessageChunk(_Update, tag="agent_message_chunk", kw_only=True):
+    content: Content
+    message_id: str | None = None
+
+
+class AgentThoughtChunk(_Update, tag="agent_thought_chunk", kw_only=True):
+    content: Content
+
+
+class UserMessageChunk(_Update, tag="user_message_chunk", kw_only=True):
+    content: Content
+
+
+class ToolCallFields(_Update, kw_only=True):
+    tool_call_id: str
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    content: list[ToolContent] | None = None
+    locations: list[Location] | None = None
+    raw_input: Any = None
+    raw_output: Any = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class ToolCall(ToolCallFields, tag="tool_call", kw_only=True):
+    pass
+
+
+class ToolCallUpdate(ToolCallFields, tag="tool_call_update", kw_only=True):
+    pass
+
+
+class Plan(_Update, tag="plan", kw_only=True):
+    entries: list[dict[str, Any]] = msgspec.field(default_factory=list)
+
+
+class AvailableCommand(_Wire, kw_only=True):
+    name: str
+    description: str = ""
+
+
+class AvailableCommandsUpdate(_Update, tag="available_commands_update", kw_only=True):
+    available_commands: list[AvailableCommand] = msgspec.field(default_factory=list)
+
+
+class CurrentModeUpdate(_Update, tag="current_mode_update", kw_only=True):
+    current_mode_id: str = ""
+
+
+class Cost(_Wire, kw_only=True):
+    amount: float
+    currency: str = ""
+
+
+class UsageUpdate(_Update, tag="usage_update", kw_only=True):
+    used: int | None = None
+    size: int | None = None
+    cost: Cost | None = None
+
+
+class ConfigOptionUpdate(_Update, tag="config_option_update", kw_only=True):
+    config_options: list[ConfigOption] = msgspec.field(default_factory=list)
+
+
+class SessionInfoUpdate(_Update, tag="session_info_update", kw_only=True):
+    title: str | None = None
+
+
+KnownUpdate = (
+    AgentMessageChunk
+    | AgentThoughtChunk
+    | UserMessageChunk
+    | ToolCall
+    | ToolCallUpdate
+    | Plan
+    | AvailableCommandsUpdate
+    | CurrentModeUpdate
+    | UsageUpdate
+    | ConfigOptionUpdate
+    | SessionInfoUpdate
+)
+
+
+class UnknownUpdate(msgspec.Struct, kw_only=True):
+    """An update this version does not model (or could not decode); ignored."""
+
+    kind: str
+    raw: Any
+
+
+class SessionNotification(_Wire, kw_only=True):
+    session_id: str | None = None
+    update: KnownUpdate
+
+
+class _LooseNotification(_Wire, kw_only=True):
+    session_id: str | None = None
+    update: Any = None
+
+
+Update = KnownUpdate | UnknownUpdate
+
+
+class PermissionOptionWire(_Wire, kw_only=True):
+    option_id: str
+    name: str = ""
+    kind: str = ""
+
+
+class PermissionToolCall(_Wire, kw_only=True):
+    tool_call_id: str = ""
+    title: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    content: list[ToolContent] | None = None
+    raw_input: Any = None
+    meta: dict[str, Any] | None = msgspec.field(default=None, name="_meta")
+
+
+class RequestPermissionParams(_Wire, kw_only=True):
+    session_id: str | None = None
+    tool_call: PermissionToolCall = msgspec.field(default_factory=PermissionToolCall)
+    options: list[PermissionOptionWire] = msgspec.field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------
+# decoding helpers
+# ---------------------------------------------------------------------------
+
+_notification_decoder = msgspec.json.Decoder(SessionNotification)
+_loose_decoder = msgspec.json.Decoder(_LooseNotification)
+
+
+def decode_session_update(params: bytes) -> tuple[str | None, Update]:
+    """``session/update`` params -> (sessionId, update). Never raises."""
+    try:
+        note = _notification_decoder.decode(params)
+        return note.session_id, note.update
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        pass
+    try:
+        loose = _loose_decoder.decode(params)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None, UnknownUpdate(kind="<garbage>", raw=None)
+    raw = loose.update
+    kind = raw.get("sessionUpdate") if isinstance(raw, dict) else None
+    return loose.session_id, UnknownUpdate(kind=str(kind) if kind else "<missing>", raw=raw)
+
+
+def convert(raw: Any, typ: type[Any]) -> Any:
+    """``msgspec.convert`` from already-decoded builtins (responses)."""
+    return msgspec.convert(raw, typ, strict=False)
+
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AgentCapabilities",
+    "AgentMessageChunk",
+    "AgentThoughtChunk",
+    "AuthMethod",
+    "AvailableCommandsUpdate",
+    "ConfigOption",
+    "ConfigOptionUpdate",
+    "Content",
+    "CurrentModeUpdate",
+    "Implementation",
+    "InitializeResult",
+    "KnownUpdate",
+    "Location",
+    "Plan",
+    "PromptCapabilities",
+    "PromptResult",
+    "PromptUsage",
+    "RequestPermissionParams",
+    "SessionInfoUpdate",
+    "SessionNotification",
+    "SessionSetup",
+    "SetConfigOptionResult",
+    "ToolCall",
+    "ToolCallUpdate",
+    "ToolContent",
+    "UnknownUpdate",
+    "Update",
+    "UsageUpdate",
+    "UserMessageChunk",
+    "convert",
+    "decode_session_update",
+]

@@ -1,0 +1,144 @@
+"""The state of one ACP turn: its handle, timers, update mapping and the
+permission requests it has open.
+
+A :class:`Turn` is the connection's listener for its session while it runs:
+updates refresh the inactivity clock and become Activities; permission
+requests pause the timers (a human may take minutes) and are answered by the
+host's policy, or ``cancelled`` when the turn is aborted. The handler always
+answers: the policy is bounded by a deadline here too, whatever the host did.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agy_host.events import NoticeActivity, PermissionActivity, PermissionOption
+from agy_host.permissions import PermissionDecision, PermissionRequest, is_question
+from agy_host.timers import TurnTimers
+from agy_host.turns import TurnHandle, TurnRequest
+from agy_host_acp import schema as s
+from agy_host_acp.events import UpdateMapper, first_diff, tool_args, tool_name
+
+if TYPE_CHECKING:
+    from agy_host.engines import PermissionDecider
+
+
+class Turn:
+    def __init__(self, request: TurnRequest, decide: PermissionDecider, permission_timeout: float) -> None:
+        self.request = request
+        self.handle = TurnHandle(on_park=self.park)
+        self.timers = TurnTimers(request.timeout_s, request.inactivity_s)
+        self.mapper = UpdateMapper()
+        self._decide = decide
+        self._permission_timeout = permission_timeout
+        self.session_id: str | None = None
+        self.prompt_started = False
+        self.prompt_done = trio.Event()
+        self.aborted = False
+        self.parked = 0
+        self.permissions_asked = 0
+        self.permissions_denied = 0
+        self.scope = trio.CancelScope()
+        self._open_permissions: set[trio.CancelScope] = set()
+        self.on_parked: list[Any] = []
+
+    # -- SessionListener ------------------------------------------------------------
+
+    def on_update(self, update: s.Update) -> None:
+        self.timers.touch()
+        activity = self.mapper.map(update)
+        if activity is not None:
+            self.handle.emit(activity)
+
+    def on_notice(self, level: str, message: str, code: str) -> None:
+        lvl = level if level in ("info", "warning", "error") else "warning"
+        self.handle.emit(NoticeActivity(level=lvl, message=message, code=code))  # type: ignore[arg-type]
+
+    async def on_permission(self, params: s.RequestPermissionParams) -> dict[str, Any]:
+        tc = params.tool_call
+        options = [PermissionOption(option_id=o.option_id, name=o.name, kind=o.kind) for o in params.options]
+        question = is_question(tc.tool_call_id)
+        request = PermissionRequest(
+            session=self.request.session,
+            call_id=tc.tool_call_id,
+            title=tc.title or "",
+            options=options,
+            tool_kind=tc.kind or ("question" if question else "other"),
+            tool_name=tool_name(tc, fallback="question" if question else "tool"),
+            args=tool_args(tc.raw_input),
+            diff=first_diff(tc.content),
+            is_question=question,
+            skip_permissions=self.request.skip_permissions,
+        )
+        self.permissions_asked += 1
+        decision = await self._bounded_decide(request)
+        valid = {o.option_id for o in options}
+        if decision.option_id is not None and decision.option_id not in valid:
+            decision = PermissionDecision(
+                option_id=None, policy=decision.policy, reason=f"policy chose unknown option {decision.option_id!r}"
+            )
+        chosen = next((o for o in options if o.option_id == decision.option_id), None)
+        if chosen is None or chosen.kind.startswith("reject"):
+            self.permissions_denied += 1
+            if not question:
+                self.mapper.mark_denied(tc.tool_call_id)
+        self.handle.emit(
+            PermissionActivity(
+                call_id=tc.tool_call_id,
+                title=request.title,
+                options=options,
+                selected=decision.option_id,
+                policy=decision.policy,
+                reason=decision.reason,
+                is_question=question,
+            )
+        )
+        self.timers.touch()
+        if decision.option_id is None:
+            return {"outcome": {"outcome": "cancelled"}}
+        return {"outcome": {"outcome": "selected", "optionId": decision.option_id}}
+
+    async def _bounded_decide(self, request: PermissionRequest) -> PermissionDecision:
+        if self.aborted:
+            return PermissionDecision(option_id=None, policy="host", reason="turn aborted")
+        self.timers.pause()
+        scope = trio.CancelScope()
+        self._open_permissions.add(scope)
+        try:
+            with scope:
+                with trio.move_on_after(self._permission_timeout) as limit:
+                    try:
+                        return await self._decide(request)
+                    except Exception as exc:  # a broken policy must still answer
+                        return PermissionDecision(option_id=None, policy="host", reason=f"policy failed: {exc}")
+                if limit.cancelled_caught:
+                    return PermissionDecision(
+                        option_id=None, policy="host", reason=f"no answer within {self._permission_timeout:g}s"
+                    )
+            return PermissionDecision(option_id=None, policy="host", reason="turn aborted")
+        finally:
+            self._open_permissions.discard(scope)
+            self.timers.resume()
+
+    def cancel_permissions(self) -> None:
+        """Abort: every open permission request is answered ``cancelled``."""
+        for scope in list(self._open_permissions):
+            scope.cancel()
+
+    # -- parks ---------------------------------------------------------------------
+
+    def park(self) -> None:
+        self.parked += 1
+        self.timers.pause()
+        for callback in self.on_parked:
+            callback(self)
+
+    def unpark(self) -> None:
+        if self.parked > 0:
+            self.parked -= 1
+            self.timers.resume()
+
+
+__all__ = ["Turn"]
