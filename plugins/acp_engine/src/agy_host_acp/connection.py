@@ -140,10 +140,13 @@ class AcpConnection:
         return self.info
 
     async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        # Spawn outside the nursery so a SpawnError reaches the caller as itself,
+        # not wrapped in an exception group.
+        self.proc = await AgentProcess.open(
+            self.spec.command, cwd=self.cwd, env=self._env, on_stderr_line=self._stderr_line
+        )
         async with trio.open_nursery() as nursery:
-            self.proc = await AgentProcess.spawn(
-                nursery, self.spec.command, cwd=self.cwd, env=self._env, on_stderr_line=self._stderr_line
-            )
+            self.proc.start_watchers(nursery)
             self.rpc = JsonRpcConnection(
                 self.proc.stdin,
                 self.proc.stdout,
@@ -193,7 +196,12 @@ class AcpConnection:
 
     @property
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.alive and not self.exited.is_set()
+        return (
+            self.proc is not None
+            and self.proc.alive
+            and not self.exited.is_set()
+            and (self.rpc is None or self.rpc.closed is None)
+        )
 
     @property
     def pid(self) -> int | None:
@@ -216,7 +224,7 @@ class AcpConnection:
         try:
             return await self.rpc.request(method, params, timeout=timeout)
         except JsonRpcError as exc:
-            if exc.code == AUTH_REQUIRED and method != "initialize":
+            if exc.code == AUTH_REQUIRED and method != "initialize" and _is_auth(exc):
                 raise AuthRequired(method, exc.message, exc.detail) from exc
             raise
 
@@ -391,6 +399,14 @@ class AcpConnection:
 
     def _stderr_line(self, line: str) -> None:
         self._scan_sign_in(line)
+
+
+def _is_auth(exc: JsonRpcError) -> bool:
+    """-32000 is ACP's auth_required, but agents also use it for other server
+    errors ("unknown session"); only treat it as a sign-in problem when it says so."""
+    text = f"{exc.message} {exc.detail}".lower()
+    reason = exc.data.get("reason") if isinstance(exc.data, dict) else None
+    return "auth" in text or "sign in" in text or "login" in text or reason == "onboarding_failed"
 
 
 def _version() -> str:

@@ -342,6 +342,8 @@ class AcpDriver:
                 return self._aborted_or(turn, self._auth_message(error), "auth")
             return self._aborted_or(turn, f"{self.spec.label} failed the prompt: {_describe(error)}", "agent")
         assert result is not None
+        if turn.cancel_sent:
+            self._remember_graceful(conn)
         usage = prompt_usage(result)
         if usage is not None:
             turn.handle.emit(UsageActivity(turn=usage))
@@ -477,17 +479,22 @@ class AcpDriver:
             return
         with contextlib.suppress(ConnectionClosed, trio.BrokenResourceError):
             await conn.cancel(turn.session_id)
+        turn.cancel_sent = True
         self.lifecycle.add("cancel-sent", sessionId=turn.session_id)
         with trio.move_on_after(self._cfg.acp.cancel_grace_seconds):
             await turn.prompt_done.wait()
-        if turn.prompt_done.is_set() and conn.alive:
-            self._cancel_last = "graceful"
-            self.memory.remember_cancel(key, version, "graceful")
-            return
+        if turn.prompt_done.is_set():
+            return  # _drive records the graceful cancel when the prompt answers
         self._cancel_last = "kill+reload"
         self.memory.remember_cancel(key, version, "kill+reload")
         self.lifecycle.add("cancel-unsupported", version=version)
         await self._teardown(conn, "abort: no cancelled stopReason within the grace")
+
+    def _remember_graceful(self, conn: AcpConnection) -> None:
+        info = conn.info.agent_info if conn.info else None
+        self._cancel_last = "graceful"
+        self.memory.remember_cancel(self.spec.memory_key, info.version if info else "", "graceful")
+        self.lifecycle.add("cancel-graceful")
 
     async def _teardown(self, conn: AcpConnection, why: str) -> None:
         self.stats["kills"] += 1

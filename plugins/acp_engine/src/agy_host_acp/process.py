@@ -56,6 +56,25 @@ class AgentProcess:
         env: Mapping[str, str] | None = None,
         on_stderr_line: Callable[[str], None] = lambda _line: None,
     ) -> AgentProcess:
+        """Start ``command`` and its stderr/exit watchers in ``nursery``."""
+        agent = await cls.open(command, cwd=cwd, env=env, on_stderr_line=on_stderr_line)
+        agent.start_watchers(nursery)
+        return agent
+
+    def start_watchers(self, nursery: trio.Nursery) -> None:
+        """Drain stderr and watch for exit; both end when the process does."""
+        nursery.start_soon(self._drain_stderr)
+        nursery.start_soon(self._wait)
+
+    @classmethod
+    async def open(
+        cls,
+        command: Sequence[str],
+        *,
+        cwd: str | None = None,
+        env: Mapping[str, str] | None = None,
+        on_stderr_line: Callable[[str], None] = lambda _line: None,
+    ) -> AgentProcess:
         """Start ``command`` in a new session (process group) with piped stdio."""
         if not command:
             raise SpawnError("empty agent command")
@@ -75,10 +94,7 @@ class AgentProcess:
             raise SpawnError(f"agent command is not executable: {command[0]!r} ({exc.strerror})") from exc
         except OSError as exc:
             raise SpawnError(f"could not start {command[0]!r}: {exc}") from exc
-        agent = cls(proc, command, on_stderr_line)
-        nursery.start_soon(agent._drain_stderr)
-        nursery.start_soon(agent._wait)
-        return agent
+        return cls(proc, command, on_stderr_line)
 
     # -- background tasks ------------------------------------------------------------
 

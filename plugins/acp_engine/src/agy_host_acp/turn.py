@@ -36,6 +36,7 @@ class Turn:
         self.session_id: str | None = None
         self.prompt_started = False
         self.prompt_done = trio.Event()
+        self.cancel_sent = False
         self.aborted = False
         self.parked = 0
         self.permissions_asked = 0
