@@ -12,14 +12,15 @@ the CLI's startup path.
 from __future__ import annotations
 
 import importlib
-from typing import Any
-
-import pluggy
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-#: Marker to be imported and used in plugins (and for built-in implementations).
-hookimpl = pluggy.HookimplMarker("agy_host")
+if TYPE_CHECKING:
+    import pluggy
+
+    #: Marker to be imported and used in plugins (and for built-in implementations).
+    hookimpl: pluggy.HookimplMarker
 
 _EXPORTS = {
     "Engine": "agy_host.engines",
@@ -55,6 +56,14 @@ __all__ = ["__version__", "hookimpl", *sorted(_EXPORTS)]  # noqa: PLE0604
 
 
 def __getattr__(name: str) -> Any:
+    if name == "hookimpl":
+        # Created on first use so that processes that never touch plugins
+        # (the fake agents, `agy-host --version`) do not import pluggy.
+        import pluggy
+
+        marker = pluggy.HookimplMarker("agy_host")
+        globals()["hookimpl"] = marker
+        return marker
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'agy_host' has no attribute {name!r}")
