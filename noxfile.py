@@ -1,0 +1,211 @@
+"""Development sessions for the agy-host workspace.
+
+    nox                      # tests, lint, typecheck (what `bash .ci/run` runs)
+    nox -s tests -- -k acp   # arguments after -- go to pytest
+    nox -s interop           # only the real third-party ACP agents
+    nox -s parity            # the parity suite, once per engine, each engine alone
+    nox -s isolated          # wheels of core + one engine in a fresh venv
+    nox -l                   # list every session
+
+The distributions are found on disk: ``core/`` and every ``plugins/*`` with a
+``pyproject.toml``; engines are the plugins that declare an
+``agy_host.engines`` entry point. Adding a plugin folder needs no edit here.
+
+Virtualenvs are made with uv when it is available (much faster installs) and
+virtualenv otherwise; they are reused between runs (``nox.options.reuse_venv``)
+except by ``isolated``, which must start from nothing. Nox keeps one venv per
+session: with uv the repeated installs cost seconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from pathlib import Path
+
+import nox
+
+nox.needs_version = ">=2024.4.15"
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.reuse_venv = "yes"
+
+ROOT = Path(__file__).resolve().parent
+CORE = ROOT / "core"
+
+#: Tool versions are pinned so a new release cannot turn CI red on its own.
+RUFF = "ruff==0.17.6"
+MYPY = "mypy==2.4.1"
+TEST_DEPS = ["pytest>=8.2", "pytest-trio>=0.8", "hypothesis>=6.100", "jsonschema>=4.22"]
+
+
+def _plugins() -> list[Path]:
+    root = ROOT / "plugins"
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if (p / "pyproject.toml").is_file())
+
+
+def _project(path: Path) -> dict[str, object]:
+    with open(path / "pyproject.toml", "rb") as f:
+        project: dict[str, object] = tomllib.load(f).get("project", {})
+    return project
+
+
+def _engines() -> dict[str, Path]:
+    """Engine name -> the plugin folder that provides it."""
+    found: dict[str, Path] = {}
+    for plugin in _plugins():
+        entry_points = _project(plugin).get("entry-points", {})
+        group = entry_points.get("agy_host.engines", {}) if isinstance(entry_points, dict) else {}
+        for name in group:
+            found[str(name)] = plugin
+    return found
+
+
+ENGINES = _engines()
+
+
+def _rel(path: Path) -> str:
+    return f"./{path.relative_to(ROOT)}"
+
+
+def _test_paths() -> list[str]:
+    paths = [p for p in [CORE / "tests", *(plugin / "tests" for plugin in _plugins()), ROOT / "tests"] if p.is_dir()]
+    return [str(p.relative_to(ROOT)) for p in paths]
+
+
+def _uv() -> str | None:
+    """The uv nox itself uses, so the interop provisioning can use it too."""
+    try:
+        from nox.virtualenv import find_uv
+
+        has_uv, uv, _ = find_uv()
+    except Exception:
+        return shutil.which("uv")
+    if not has_uv:
+        return None
+    return shutil.which(uv) or uv
+
+
+def _install_workspace(session: nox.Session, *extra: str, plugins: list[Path] | None = None) -> None:
+    """core and the plugins, editable, in one resolver call."""
+    editables: list[str] = ["-e", _rel(CORE)]
+    for plugin in _plugins() if plugins is None else plugins:
+        editables += ["-e", _rel(plugin)]
+    session.install(*editables, *extra)
+
+
+def _pytest_env() -> dict[str, str]:
+    env: dict[str, str] = {}
+    uv = _uv()
+    if uv:
+        env["AGY_HOST_UV"] = uv
+    return env
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit tests of every distribution, plus tests/ (conformance, interop)."""
+    _install_workspace(session, *TEST_DEPS)
+    paths = _test_paths()
+    session.log(f"pytest over: {' '.join(paths)}")
+    # Exit code 5 is "no tests collected": reported by pytest itself, not an error here.
+    session.run("pytest", *paths, *session.posargs, env=_pytest_env(), success_codes=[0, 5])
+
+
+@nox.session
+def interop(session: nox.Session) -> None:
+    """Only the real third-party ACP agents (provisioned into .cache/interop)."""
+    _install_workspace(session, *TEST_DEPS)
+    session.run("pytest", "tests/interop", "-m", "interop", *session.posargs, env=_pytest_env())
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install(RUFF)
+    targets = [t for t in ("core", "plugins", "tests", "scripts", "noxfile.py") if (ROOT / t).exists()]
+    session.run("ruff", "check", *targets)
+    session.run("ruff", "format", "--check", *targets)
+
+
+@nox.session
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict (config: root pyproject.toml) over core/src and each plugins/*/src."""
+    # The test dependencies too: agy_host.testing (core's pytest plugin) imports pytest.
+    _install_workspace(session, MYPY, *TEST_DEPS)
+    sources = [
+        str(p.relative_to(ROOT)) for p in [CORE / "src", *(plugin / "src" for plugin in _plugins())] if p.is_dir()
+    ]
+    session.run("mypy", *sources, *session.posargs)
+
+
+_ENGINE_PARAMS = sorted(ENGINES) or ["(none)"]
+
+
+@nox.session
+@nox.parametrize("engine", _ENGINE_PARAMS)
+def parity(session: nox.Session, engine: str) -> None:
+    """The parity suite (tests/parity) against one engine, installed alone."""
+    suite = ROOT / "tests" / "parity"
+    if engine not in ENGINES:
+        session.skip("no engine plugin found: no plugins/*/pyproject.toml declares an agy_host.engines entry point")
+    if not suite.is_dir():
+        session.skip(
+            f"tests/parity does not exist yet: the parity suite is not built, so nothing was run for {engine!r} "
+            "(this is a skip, not a pass)"
+        )
+    _install_workspace(session, *TEST_DEPS, plugins=[ENGINES[engine]])
+    session.run(
+        "pytest",
+        str(suite.relative_to(ROOT)),
+        *session.posargs,
+        env={**_pytest_env(), "AGY_HOST_PARITY_ENGINE": engine},
+    )
+
+
+@nox.session(reuse_venv=False)
+@nox.parametrize("engine", _ENGINE_PARAMS)
+def isolated(session: nox.Session, engine: str) -> None:
+    """Wheels of core and one engine, installed into a fresh venv with nothing
+    else: the CLI runs, ``plugins`` lists that engine and nothing more."""
+    if engine not in ENGINES:
+        session.skip("no engine plugin found: no plugins/*/pyproject.toml declares an agy_host.engines entry point")
+    plugin = ENGINES[engine]
+    wheels = Path(session.create_tmp()) / "wheels"
+    shutil.rmtree(wheels, ignore_errors=True)
+    wheels.mkdir(parents=True)
+    uv = _uv()
+    for source in (CORE, plugin):
+        if uv:
+            session.run(uv, "build", "--wheel", "--out-dir", str(wheels), str(source), external=True)
+        else:
+            session.run("python", "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(wheels), str(source))
+    built = sorted(str(w) for w in wheels.glob("*.whl"))
+    session.log(f"built: {', '.join(os.path.basename(w) for w in built)}")
+    if len(built) != 2:
+        session.error(f"expected 2 wheels in {wheels}, found {built}")
+    session.install(*built)
+    plugin_project = _project(plugin)
+    package = next(iter((plugin / "src").glob("*/__init__.py"))).parent.name
+    session.chdir(session.create_tmp())  # away from the source tree
+    session.run(
+        "python",
+        str(ROOT / "scripts" / "check_isolated.py"),
+        "--engine",
+        engine,
+        "--dist",
+        "agy-host",
+        "--dist",
+        str(plugin_project["name"]),
+        "--package",
+        package,
+    )
+
+
+@nox.session(python=False)
+def bench(session: nox.Session) -> None:
+    """Benchmarks: not built yet."""
+    session.skip("benchmarks are not built yet: there is nothing to run (this is a skip, not a pass)")
