@@ -22,15 +22,16 @@ import trio
 
 pytest.importorskip("agy_host_acp", reason="the ACP engine plugin is not installed")
 
-from agy_host.config import Config  # noqa: E402
-from agy_host.engines import EngineContext, McpServerSpec  # noqa: E402
-from agy_host.events import BridgeCallActivity, TextActivity  # noqa: E402
-from agy_host.permissions import PermissionDecision, PermissionRequest  # noqa: E402
-from agy_host.prompt import ImageBlock, ResourceBlock, TextBlock  # noqa: E402
-from agy_host.turns import TurnRequest  # noqa: E402
-from agy_host_acp import schema as s  # noqa: E402
-from agy_host_acp.engine import AcpEngine  # noqa: E402
-from conformance.schema import validate_client_message  # noqa: E402
+from conformance.schema import validate_client_message
+
+from agy_host.config import Config
+from agy_host.engines import EngineContext, McpServerSpec
+from agy_host.events import BridgeCallActivity, TextActivity
+from agy_host.permissions import PermissionDecision, PermissionRequest
+from agy_host.prompt import ImageBlock, ResourceBlock, TextBlock
+from agy_host.turns import TurnRequest
+from agy_host_acp import schema as s
+from agy_host_acp.engine import AcpEngine
 
 GOLDEN = Path(__file__).resolve().parents[1] / "fixtures" / "acp-schema" / "golden-python-sdk-0.12.1"
 

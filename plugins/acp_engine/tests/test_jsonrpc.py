@@ -199,7 +199,7 @@ async def test_request_timeout_names_the_method() -> None:
     h = Harness()
     async with trio.open_nursery() as nursery:
         await nursery.start(h.rpc.run)
-        with pytest.raises(RequestTimeout, match="initialize got no answer within 0.05s"):
+        with pytest.raises(RequestTimeout, match=r"initialize got no answer within 0\.05s"):
             await h.rpc.request("initialize", {}, timeout=0.05)
         assert h.rpc.in_flight == 0
         nursery.cancel_scope.cancel()

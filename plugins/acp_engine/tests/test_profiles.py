@@ -48,7 +48,7 @@ def test_missing_agy_falls_back_to_sandbox_unless_asked_for(tmp_path: Path) -> N
     spec = resolve_agent(Config(), env, None)
     assert spec.kind == "sandbox"
     assert [p.source for p in spec.tried] == ["AGY_ACP_BIN", "PATH", "install dir"]
-    with pytest.raises(AgentNotFound, match="AGY_ACP_BIN: .*nope \\(does not exist\\)"):
+    with pytest.raises(AgentNotFound, match=r"AGY_ACP_BIN: .*nope \(does not exist\)"):
         resolve_agent(Config(), env, "agy")
 
 

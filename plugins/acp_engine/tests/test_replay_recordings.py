@@ -19,7 +19,6 @@ from agy_host.events import (
     CommandsActivity,
     NoticeActivity,
     PermissionActivity,
-    TextActivity,
     ThoughtActivity,
     ToolDoneActivity,
     ToolStartActivity,
@@ -83,7 +82,12 @@ async def test_acp_03_authenticate(tmp_path: Path) -> None:
             on_notice=lambda *_a: None,
         )
         info = await conn.start(nursery)
-        assert [m.id for m in info.auth_methods] == ["oauth-personal", "oauth-business", "gemini-api-key", "agent-platform"]
+        assert [m.id for m in info.auth_methods] == [
+            "oauth-personal",
+            "oauth-business",
+            "gemini-api-key",
+            "agent-platform",
+        ]
         assert info.agent_info is not None and info.agent_info.version == "agy_acp_server_20260818_01_RC01"
         await conn.authenticate("oauth-personal", timeout=5)
         await conn.aclose(close_sessions=False)

@@ -160,8 +160,7 @@ class AcpConnection:
             await self.proc.exited.wait()
             # Give the reader a moment to deliver what the agent wrote last.
             with trio.move_on_after(0.5):
-                while self.rpc.closed is None:
-                    await trio.sleep(0.01)
+                await self.rpc.finished.wait()
             code = self.proc.returncode
             tail = self.proc.stderr_tail(400).strip()
             self.exit_detail = f"agent exited with code {code}" + (f": {tail}" if tail else "")

@@ -174,6 +174,8 @@ class JsonRpcConnection:
         self._decoder = msgspec.json.Decoder(_Envelope)
         self._encoder = msgspec.json.Encoder()
         self._closed: str | None = None
+        #: Set when the read loop has ended (EOF or a broken pipe).
+        self.finished = trio.Event()
         self._nursery: trio.Nursery | None = None
         self.sent = 0
         self.received = 0
@@ -188,6 +190,7 @@ class JsonRpcConnection:
             try:
                 await self._read_loop()
             finally:
+                self.finished.set()
                 self.abort_all("connection closed: agent output ended")
                 nursery.cancel_scope.cancel()
 
@@ -203,7 +206,7 @@ class JsonRpcConnection:
                 if self._buffer.pending.strip():
                     self._dispatch(self._buffer.pending)
                 return
-            lines, dropped = feed(data)
+            lines, dropped = feed(bytes(data) if type(data) is not bytes else data)
             if dropped:
                 self._on_protocol_error(f"refused {dropped} line(s) longer than {self._buffer.max_line} bytes", b"")
             for line in lines:
