@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from agy_host.concurrency import unwrap_single
 from agy_host.events import NoticeActivity, OutcomeActivity, UsageActivity
 from agy_host.lifecycle import Lifecycle
 from agy_host.timers import minutes
@@ -515,14 +516,15 @@ def _describe(exc: BaseException) -> str:
 
 @contextlib.asynccontextmanager
 async def open_driver(engine: AcpEngine) -> AsyncIterator[AcpDriver]:
-    async with trio.open_nursery() as nursery:
-        driver = AcpDriver(engine, nursery)
-        try:
-            yield driver
-        finally:
-            with trio.CancelScope(shield=True):
-                await driver.aclose()
-            nursery.cancel_scope.cancel()
+    with unwrap_single():
+        async with trio.open_nursery() as nursery:
+            driver = AcpDriver(engine, nursery)
+            try:
+                yield driver
+            finally:
+                with trio.CancelScope(shield=True):
+                    await driver.aclose()
+                nursery.cancel_scope.cancel()
 
 
 __all__ = ["AcpDriver", "acp_mode", "acp_model_slug", "open_driver"]

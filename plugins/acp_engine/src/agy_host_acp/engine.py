@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import trio
 
+from agy_host.concurrency import unwrap_single
 from agy_host.engines import Engine, EngineCapabilities, EngineContext, EngineError, ModelCatalog, ModelInfo
 from agy_host.lifecycle import Lifecycle
 from agy_host_acp import schema as s
@@ -77,26 +78,27 @@ class AcpEngine(Engine):
         if self.spec_error is not None:
             raise EngineError(self.spec_error)
         acp = self.ctx.config.acp
-        async with trio.open_nursery() as nursery:
-            conn = AcpConnection(
-                self.spec,
-                cwd=str(self.ctx.env.get("PWD") or "."),
-                env=self.ctx.env,
-                generation=1,
-                lifecycle=lifecycle,
-                on_exit=lambda _c: None,
-                on_notice=lambda level, msg, code: lifecycle.add("notice", level=level, message=msg[:300]),
-                initialize_timeout=acp.initialize_timeout_seconds,
-                session_timeout=acp.session_timeout_seconds,
-                kill_grace=acp.kill_grace_seconds,
-            )
-            try:
-                await conn.start(nursery)
-                yield conn
-            finally:
-                with trio.CancelScope(shield=True):
-                    await conn.aclose()
-                nursery.cancel_scope.cancel()
+        with unwrap_single():
+            async with trio.open_nursery() as nursery:
+                conn = AcpConnection(
+                    self.spec,
+                    cwd=str(self.ctx.env.get("PWD") or "."),
+                    env=self.ctx.env,
+                    generation=1,
+                    lifecycle=lifecycle,
+                    on_exit=lambda _c: None,
+                    on_notice=lambda level, msg, code: lifecycle.add("notice", level=level, message=msg[:300]),
+                    initialize_timeout=acp.initialize_timeout_seconds,
+                    session_timeout=acp.session_timeout_seconds,
+                    kill_grace=acp.kill_grace_seconds,
+                )
+                try:
+                    await conn.start(nursery)
+                    yield conn
+                finally:
+                    with trio.CancelScope(shield=True):
+                        await conn.aclose()
+                    nursery.cancel_scope.cancel()
 
     async def list_models(self) -> ModelCatalog:
         """Ask the agent: ``session/new`` lists models (config option ``model``
