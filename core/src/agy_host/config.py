@@ -14,8 +14,10 @@ raw tables in :attr:`Config.plugins` for their owners to read.
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
+import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -137,6 +139,16 @@ def state_dir(env: Mapping[str, str] | None = None) -> Path:
 # ---------------------------------------------------------------------------
 
 
+def _check_number(dotted: str, value: Any) -> str | None:
+    """Why a numeric value is unusable, or ``None``. NaN and infinity pass
+    msgspec's float check but would poison a trio deadline."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "must be a finite number"
+    if dotted in _NON_NEGATIVE and isinstance(value, (int, float)) and value < 0:
+        return "must not be negative"
+    return None
+
+
 def _narrow(struct_type: type[msgspec.Struct], raw: Mapping[str, Any], prefix: str, warn: Callable[[str], None]) -> Any:
     """Build ``struct_type`` from ``raw`` field by field; bad values take the
     default with a warning, unknown keys are reported and ignored."""
@@ -155,16 +167,45 @@ def _narrow(struct_type: type[msgspec.Struct], raw: Mapping[str, Any], prefix: s
                 continue
             values[fld.name] = _narrow(ftype, value, dotted + ".", warn)
             continue
+        item_type = _struct_values(ftype)
+        if item_type is not None and isinstance(value, Mapping):
+            # A table of tables (``[acp.profiles.NAME]``): one bad entry must
+            # not take the good ones with it.
+            values[fld.name] = _narrow_items(item_type, value, dotted, warn)
+            continue
         try:
             converted = msgspec.convert(value, ftype, strict=False)
         except msgspec.ValidationError as exc:
             warn(f"config: bad value for {dotted!r} ({exc}); using the default")
             continue
-        if dotted in _NON_NEGATIVE and isinstance(converted, (int, float)) and converted < 0:
-            warn(f"config: {dotted!r} must not be negative; using the default")
+        problem = _check_number(dotted, converted)
+        if problem is not None:
+            warn(f"config: {dotted!r} {problem}; using the default")
             continue
         values[fld.name] = converted
     return struct_type(**values)
+
+
+def _struct_values(ftype: Any) -> type[msgspec.Struct] | None:
+    """``X`` for a ``dict[str, X]`` field whose ``X`` is a Struct."""
+    if typing.get_origin(ftype) is not dict:
+        return None
+    args = typing.get_args(ftype)
+    if len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], msgspec.Struct):
+        return args[1]
+    return None
+
+
+def _narrow_items(
+    item_type: type[msgspec.Struct], raw: Mapping[str, Any], dotted: str, warn: Callable[[str], None]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, item in raw.items():
+        try:
+            out[str(name)] = msgspec.convert(item, item_type, strict=False)
+        except msgspec.ValidationError as exc:
+            warn(f"config: bad value for {dotted}.{name!s} ({exc}); ignored")
+    return out
 
 
 def narrow(raw: Mapping[str, Any], warn: Callable[[str], None]) -> Config:
@@ -174,6 +215,11 @@ def narrow(raw: Mapping[str, Any], warn: Callable[[str], None]) -> Config:
     if "plugins" in raw and isinstance(raw["plugins"], Mapping):
         plugins.pop("plugins")
         plugins.update(raw["plugins"])
+    for key, value in plugins.items():
+        if not isinstance(value, Mapping):
+            # Plugins own tables; a bare top-level value is most likely a typo
+            # of a known key. It is kept (never dropped) but reported.
+            warn(f"config: unknown top-level key {key!r} (not a table); kept for plugins but unused by agy-host")
     cfg: Config = _narrow(Config, known, "", warn)
     cfg.plugins = dict(plugins)
     return cfg
@@ -218,8 +264,16 @@ def load(
     sink = warn or (lambda _m: None)
     raw = read_raw(path or config_path(env), sink)
     for var, dotted in ENV_OVERRIDES.items():
-        if var in env:
-            _set_dotted(raw, dotted, env[var])
+        if var not in env:
+            continue
+        try:
+            value = coerce_value(dotted, env[var])
+        except ConfigError as exc:
+            # The file's value (or the default) stays; the warning names the
+            # variable so the user knows which knob to fix.
+            sink(f"config: ${var}={env[var]!r} ignored: {exc}")
+            continue
+        _set_dotted(raw, dotted, value)
     return narrow(raw, sink)
 
 
@@ -240,12 +294,15 @@ def coerce_value(dotted: str, text: str) -> Any:
             continue
         if i != len(parts) - 1:
             raise ConfigError(f"unknown config key {dotted!r}")
+        if fld.type is str:
+            return text  # ``config set model 1.5`` means the string "1.5"
         try:
             value = msgspec.convert(_guess_scalar(text), fld.type, strict=False)
         except msgspec.ValidationError as exc:
             raise ConfigError(f"bad value for {dotted!r}: {exc}") from exc
-        if dotted in _NON_NEGATIVE and isinstance(value, (int, float)) and value < 0:
-            raise ConfigError(f"{dotted!r} must not be negative")
+        problem = _check_number(dotted, value)
+        if problem is not None:
+            raise ConfigError(f"{dotted!r} {problem}")
         return value
     raise ConfigError(f"{dotted!r} is a table; set one of its keys")
 
@@ -256,12 +313,15 @@ def _guess_scalar(text: str) -> Any:
         return True
     if low in {"false", "off", "no"}:
         return False
-    for conv in (int, float):
-        try:
-            return conv(text)
-        except ValueError:
-            pass
-    return text
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
 
 
 def set_value(dotted: str, text: str, path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:

@@ -2,19 +2,25 @@
 
 Load order: entry points of the ``agy_host`` group (filtered by
 ``AGY_HOST_LOAD_PLUGINS`` / ``AGY_HOST_DISABLE_PLUGINS``), then the built-ins,
-then the selected engine's ``hooks`` object. A plugin that fails to import or
-whose hooks do not match a spec is recorded in :attr:`Plugins.errors` and
-skipped: ``agy-host plugins`` and ``doctor`` show it; nothing crashes.
+then in-process plugins and the selected engine's ``hooks`` object. A plugin
+that fails to import or whose hooks do not match a spec is recorded in
+:attr:`Plugins.errors` and skipped: ``agy-host plugins`` and ``doctor`` show it;
+nothing crashes.
 
 Core code never calls ``pm.hook`` directly; it calls the typed methods of
-:class:`Plugins`.
+:class:`Plugins`. Each method calls the implementations one by one (in
+pluggy's order: last registered first, ``tryfirst``/``trylast`` honoured), so
+one plugin raising is recorded as an error and the others still run; plain
+pluggy would stop the whole call at the first exception. Hooks that have
+hookwrappers fall back to a plain pluggy call so wrapper semantics hold.
+``AGY_HOST_TRACE_HOOKS=1`` prints every hook call to stderr.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +51,9 @@ BUILTIN_PLUGINS = (
     "agy_host.builtins.diagnostics",
 )
 
+#: Called with (plugin name, exception) when an implementation raises.
+ErrorCallback = Callable[[str, BaseException], None]
+
 
 class PluginError(msgspec.Struct, kw_only=True):
     name: str
@@ -66,6 +75,10 @@ def _split(value: str | None) -> set[str] | None:
     return {v.strip() for v in value.split(",") if v.strip()}
 
 
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
 class Plugins:
     """Owns the pluggy ``PluginManager``; one typed method per hook."""
 
@@ -74,15 +87,23 @@ class Plugins:
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
         self.errors: list[PluginError] = []
+        #: Entry point names skipped by ``AGY_HOST_LOAD_PLUGINS`` / ``AGY_HOST_DISABLE_PLUGINS``.
+        self.disabled: list[str] = []
         self._dists: dict[str, tuple[str, str]] = {}
+        self._tracing = self.env.get("AGY_HOST_TRACE_HOOKS", "") not in {"", "0"}
         if load_entry_points:
             self._load_entry_points()
         for modname in BUILTIN_PLUGINS:
             self._register_module(modname, builtin=True)
-        if self.env.get("AGY_HOST_TRACE_HOOKS", "") not in {"", "0"}:
+        if self._tracing:
             self._trace()
 
     # -- loading -----------------------------------------------------------------
+
+    def _record(self, error: PluginError) -> None:
+        """Keep each distinct problem once (hooks are called many times)."""
+        if not any(e.name == error.name and e.error == error.error for e in self.errors):
+            self.errors.append(error)
 
     def _load_entry_points(self) -> None:
         allow = _split(self.env.get("AGY_HOST_LOAD_PLUGINS"))
@@ -91,20 +112,20 @@ class Plugins:
             dist = getattr(ep, "dist", None)
             dname = dist.name if dist is not None else ""
             if allow is not None and ep.name not in allow and dname not in allow:
+                self.disabled.append(ep.name)
                 continue
             if ep.name in block or dname in block:
                 self.pm.set_blocked(ep.name)
+                self.disabled.append(ep.name)
                 continue
             if self.pm.get_plugin(ep.name) is not None or self.pm.is_blocked(ep.name):
-                self.errors.append(
-                    PluginError(name=ep.name, distribution=dname, error="duplicate plugin name; skipped")
-                )
+                self._record(PluginError(name=ep.name, distribution=dname, error="duplicate plugin name; skipped"))
                 continue
             try:
                 plugin = ep.load()
                 self.pm.register(plugin, name=ep.name)
             except Exception as exc:  # a broken plugin must not break the host
-                self.errors.append(PluginError(name=ep.name, distribution=dname, error=f"{type(exc).__name__}: {exc}"))
+                self._record(PluginError(name=ep.name, distribution=dname, error=_describe(exc)))
                 continue
             if dist is not None:
                 self._dists[ep.name] = (dist.name, dist.version)
@@ -116,7 +137,7 @@ class Plugins:
             module = importlib.import_module(modname)
             self.pm.register(module, name=modname)
         except Exception as exc:
-            self.errors.append(PluginError(name=modname, error=f"{type(exc).__name__}: {exc}"))
+            self._record(PluginError(name=modname, error=_describe(exc)))
             return
         if builtin:
             self._dists[modname] = ("agy-host", _core_version())
@@ -126,14 +147,23 @@ class Plugins:
         try:
             self.pm.register(plugin, name=name)
         except Exception as exc:
-            self.errors.append(PluginError(name=name or repr(plugin), error=f"{type(exc).__name__}: {exc}"))
+            self._record(PluginError(name=name or repr(plugin), error=_describe(exc)))
 
     def check(self) -> None:
-        """Record implementations that match no spec (typos) as errors."""
-        try:
-            self.pm.check_pending()
-        except pluggy.PluginValidationError as exc:
-            self.errors.append(PluginError(name=str(getattr(exc, "plugin", "?")), error=str(exc)))
+        """Record every implementation that matches no spec (a typo) as an
+        error; unlike ``check_pending`` this reports all of them, not the first."""
+        for hook_name, caller in vars(self.pm.hook).items():
+            if hook_name.startswith("_") or not isinstance(caller, pluggy.HookCaller) or caller.has_spec():
+                continue
+            for impl in caller.get_hookimpls():
+                if not impl.optionalhook:
+                    self._record(
+                        PluginError(
+                            name=impl.plugin_name,
+                            distribution=self._dists.get(impl.plugin_name, ("", ""))[0],
+                            error=f"unknown hook {hook_name!r} (no such hook specification; a typo?)",
+                        )
+                    )
 
     def _trace(self) -> None:
         def before(hook_name: str, impls: Any, kwargs: Mapping[str, Any]) -> None:
@@ -145,6 +175,67 @@ class Plugins:
                 print(f"[hook] {hook_name} raised {outcome.exception!r}", file=sys.stderr)
 
         self.pm.add_hookcall_monitoring(before, after)
+
+    # -- calling -----------------------------------------------------------------
+
+    def call_each(
+        self,
+        hook_name: str,
+        kwargs: Mapping[str, Any],
+        *,
+        skip: set[str] | None = None,
+        on_error: ErrorCallback | None = None,
+        registry: bool = False,
+    ) -> list[Any]:
+        """Call every implementation of ``hook_name``, isolating failures.
+
+        Returns the non-``None`` results. A raising implementation is recorded
+        in :attr:`errors` (and passed to ``on_error``); when ``skip`` is given
+        its plugin name is added there and skipped on later calls.
+        ``registry=True`` calls built-ins first and the rest in registration
+        order, so that in ``register(...)``-style hooks a plugin's registration
+        replaces a built-in one of the same name.
+        """
+        caller: pluggy.HookCaller = getattr(self.pm.hook, hook_name)
+        impls = caller.get_hookimpls()
+        if any(impl.hookwrapper or impl.wrapper for impl in impls):
+            return self._call_plain(caller, hook_name, kwargs, on_error)
+        if registry:
+            ordered = [i for i in impls if i.plugin_name in BUILTIN_PLUGINS]
+            ordered += [i for i in impls if i.plugin_name not in BUILTIN_PLUGINS]
+        else:
+            ordered = list(reversed(impls))
+        if self._tracing:
+            print(f"[hook] {hook_name}({', '.join(kwargs)}) -> {[i.plugin_name for i in ordered]}", file=sys.stderr)
+        results: list[Any] = []
+        for impl in ordered:
+            if skip is not None and impl.plugin_name in skip:
+                continue
+            try:
+                result = impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
+            except Exception as exc:
+                self._record(PluginError(name=impl.plugin_name, error=f"{hook_name}: {_describe(exc)}"))
+                if self._tracing:
+                    print(f"[hook] {hook_name} in {impl.plugin_name} raised {exc!r}", file=sys.stderr)
+                if skip is not None:
+                    skip.add(impl.plugin_name)
+                if on_error is not None:
+                    on_error(impl.plugin_name, exc)
+                continue
+            if result is not None:
+                results.append(result)
+        return results
+
+    def _call_plain(
+        self, caller: pluggy.HookCaller, hook_name: str, kwargs: Mapping[str, Any], on_error: ErrorCallback | None
+    ) -> list[Any]:
+        try:
+            return list(caller(**kwargs))
+        except Exception as exc:
+            self._record(PluginError(name=hook_name, error=_describe(exc)))
+            if on_error is not None:
+                on_error(hook_name, exc)
+            return []
 
     # -- introspection -------------------------------------------------------------
 
@@ -162,13 +253,13 @@ class Plugins:
 
     # -- typed facade ----------------------------------------------------------------
 
-    @property
-    def _hook(self) -> Any:
-        return self.pm.hook
-
     def engines(self) -> dict[str, EngineFactory]:
         found: dict[str, EngineFactory] = {}
-        self._hook.agy_host_register_engines(register=found.setdefault)
+
+        def register(name: str, factory: EngineFactory) -> None:
+            found.setdefault(name, factory)
+
+        self.call_each("agy_host_register_engines", {"register": register})
         return found
 
     def permission_policies(self) -> dict[str, PermissionPolicy]:
@@ -177,10 +268,7 @@ class Plugins:
         def register(policy: PermissionPolicy) -> None:
             found[policy.name] = policy
 
-        # pluggy calls the last-registered first; reverse so built-ins register
-        # first and plugins override them by name.
-        for impl in reversed(self.pm.hook.agy_host_register_permission_policies.get_hookimpls()):
-            impl.function(register=register)
+        self.call_each("agy_host_register_permission_policies", {"register": register}, registry=True)
         return found
 
     def renderers(self) -> dict[str, RendererFactory]:
@@ -189,48 +277,57 @@ class Plugins:
         def register(name: str, factory: RendererFactory) -> None:
             found[name] = factory
 
-        for impl in reversed(self.pm.hook.agy_host_register_renderers.get_hookimpls()):
-            impl.function(register=register)
+        self.call_each("agy_host_register_renderers", {"register": register}, registry=True)
         return found
 
     def tools(self) -> list[HostTool]:
         found: list[HostTool] = []
-        self._hook.agy_host_register_tools(register=found.append)
+        names: set[str] = set()
+
+        def register(tool: HostTool) -> None:
+            if tool.name in names:
+                self._record(PluginError(name=tool.name, error="duplicate host tool name; the first one is kept"))
+                return
+            names.add(tool.name)
+            found.append(tool)
+
+        self.call_each("agy_host_register_tools", {"register": register}, registry=True)
         return found
 
     def register_commands(self, app: typer.Typer) -> None:
-        try:
-            self._hook.agy_host_register_commands(app=app)
-        except Exception as exc:
-            self.errors.append(PluginError(name="agy_host_register_commands", error=f"{type(exc).__name__}: {exc}"))
+        self.call_each("agy_host_register_commands", {"app": app})
 
     def services(self, config: Any) -> list[Service]:
         out: list[Service] = []
-        for result in self._hook.agy_host_services(config=config):
-            if result:
-                out.extend(result)
+        for result in self.call_each("agy_host_services", {"config": config}):
+            out.extend(result)
         return out
 
-    def prompt_parts(self, turn: PromptContext) -> list[PromptPart]:
+    def prompt_parts(self, turn: PromptContext, *, on_error: ErrorCallback | None = None) -> list[PromptPart]:
         parts: list[PromptPart] = []
-        for result in self._hook.agy_host_prompt_parts(turn=turn):
-            if result:
-                parts.extend(result)
+        for result in self.call_each("agy_host_prompt_parts", {"turn": turn}, on_error=on_error):
+            parts.extend(result)
         parts.sort(key=lambda p: p.order)
         return parts
 
     def mcp_servers(self, engine_name: str) -> list[McpServerSpec]:
         out: list[McpServerSpec] = []
-        for result in self._hook.agy_host_mcp_servers(engine_name=engine_name):
-            if result:
-                out.extend(result)
+        for result in self.call_each("agy_host_mcp_servers", {"engine_name": engine_name}):
+            out.extend(result)
         return out
 
-    def render_event(self, event: HostEvent) -> None:
-        self._hook.agy_host_render_event(event=event)
+    def render_event(
+        self, event: HostEvent, *, skip: set[str] | None = None, on_error: ErrorCallback | None = None
+    ) -> None:
+        """Pass ``event`` to every ``agy_host_render_event`` implementation; a
+        plugin that raises is added to ``skip`` (when given) and not called again."""
+        self.call_each("agy_host_render_event", {"event": event}, skip=skip, on_error=on_error)
 
     def diagnostics(self, report: DiagnosticReport) -> None:
-        self._hook.agy_host_diagnostics(report=report)
+        def failed(name: str, exc: BaseException) -> None:
+            report.section("plugins").add(name, f"diagnostics hook failed: {_describe(exc)}", "error")
+
+        self.call_each("agy_host_diagnostics", {"report": report}, on_error=failed)
 
 
 def _core_version() -> str:
@@ -239,4 +336,4 @@ def _core_version() -> str:
     return __version__
 
 
-__all__ = ["BUILTIN_PLUGINS", "PLUGIN_GROUP", "PluginError", "PluginInfo", "Plugins"]
+__all__ = ["BUILTIN_PLUGINS", "PLUGIN_GROUP", "ErrorCallback", "PluginError", "PluginInfo", "Plugins"]

@@ -74,7 +74,10 @@ class TurnTimers:
 
     def arm(self) -> None:
         """Start counting. A park that happened before (during setup) keeps the
-        turn paused from birth with its whole budget."""
+        turn paused from birth with its whole budget. Idempotent: arming again
+        must not hand the turn a fresh cap."""
+        if self._armed:
+            return
         self._armed = True
         now = trio.current_time()
         self._last = now

@@ -87,6 +87,11 @@ class TurnHandle:
     def __init__(self, *, on_park: Callable[[], None] | None = None) -> None:
         self.turn_id = next(_turn_ids)
         self._queue: collections.deque[Activity] = collections.deque()
+        #: Deltas merged into the queue's last (text or thought) activity, joined
+        #: once when the consumer drains: repeated ``str +=`` on a long tail
+        #: would copy the whole answer on every chunk.
+        self._tail: list[str] | None = None
+        self._pending: collections.deque[Activity] = collections.deque()
         self._wakeup = trio.Event()
         self._closed = False
         self._on_park = on_park
@@ -99,22 +104,33 @@ class TurnHandle:
     # -- producer --------------------------------------------------------------
 
     def emit(self, activity: Activity) -> None:
-        """Queue one activity. Consecutive text (or thought) deltas merge."""
+        """Queue one activity. Consecutive text (or thought) deltas merge.
+
+        The engine's activity objects are never mutated: the first merge
+        replaces the queued one with a copy the handle owns.
+        """
         if self._closed:
             return
         q = self._queue
-        if q:
-            last = q[-1]
-            kind = type(activity)
-            if kind is TextActivity and type(last) is TextActivity:
-                last.delta += activity.delta  # type: ignore[union-attr]
-                return
-            if kind is ThoughtActivity and type(last) is ThoughtActivity:
-                last.delta += activity.delta  # type: ignore[union-attr]
-                return
+        if q and isinstance(activity, (TextActivity, ThoughtActivity)) and type(q[-1]) is type(activity):
+            if self._tail is None:
+                last = q[-1]
+                assert isinstance(last, (TextActivity, ThoughtActivity))
+                q[-1] = type(last)(delta=last.delta)
+                self._tail = [last.delta]
+            self._tail.append(activity.delta)
+            return
+        self._seal_tail()
         q.append(activity)
         if not self._wakeup.is_set():
             self._wakeup.set()
+
+    def _seal_tail(self) -> None:
+        if self._tail is not None:
+            last = self._queue[-1]
+            assert isinstance(last, (TextActivity, ThoughtActivity))
+            last.delta = "".join(self._tail)
+            self._tail = None
 
     def finish(self, outcome: OutcomeActivity) -> None:
         """Settle the turn: the outcome is the last activity. Idempotent."""
@@ -131,12 +147,20 @@ class TurnHandle:
 
     # -- bridge ----------------------------------------------------------------
 
-    def push_external(self, activity: BridgeCallActivity) -> None:
-        """Park the turn on a host tool call (timers pause) and tell the consumer."""
+    def push_external(self, activity: BridgeCallActivity) -> bool:
+        """Park the turn on a host tool call (timers pause) and tell the consumer.
+
+        Returns ``False`` (and parks nothing) when the turn has already
+        settled, so the bridge can fail the call at once instead of waiting
+        for a result that no turn will ask for.
+        """
+        if self._closed:
+            return False
         self.parks += 1
         if self._on_park is not None:
             self._on_park()
         self.emit(activity)
+        return True
 
     # -- consumer --------------------------------------------------------------
 
@@ -149,17 +173,23 @@ class TurnHandle:
     async def next_batch(self) -> list[Activity]:
         """Everything queued so far (waiting if nothing is); ``[]`` once the
         outcome was delivered."""
+        if self._pending:  # left over by ``async for`` that stopped mid-batch
+            batch = list(self._pending)
+            self._pending.clear()
+            return batch
         while not self._queue:
             if self._closed:
                 return []
             await self._wakeup.wait()
             self._wakeup = trio.Event()
+        self._seal_tail()
         batch = list(self._queue)
         self._queue.clear()
         return batch
 
     def __aiter__(self) -> TurnHandle:
-        self._pending: collections.deque[Activity] = collections.deque()
+        # Iterating again (after a park) continues where the last loop stopped:
+        # activities of a half-consumed batch are kept, not dropped.
         return self
 
     async def __anext__(self) -> Activity:

@@ -60,6 +60,10 @@ class TextRenderer:
         self.verbose = opts.verbose
         self._at_line_start = True
         self._thinking = False
+        self._session = ""
+        #: Last status printed per tool call: agents resend the same call, and a
+        #: plain-text card is "updated in place" by not printing it again.
+        self._cards: dict[str, str] = {}
 
     def _text(self, s: str) -> None:
         if not s:
@@ -84,9 +88,13 @@ class TextRenderer:
                 if self.verbose:
                     self._side(f"[thinking] {d.strip()}")
             case ToolCard():
+                if self._cards.get(event.call_id) == event.status:
+                    return
+                self._cards[event.call_id] = event.status
                 label = event.title or event.name
+                took = f", {event.duration_s:.1f}s" if event.duration_s is not None else ""
                 extra = f": {event.error}" if event.error else ""
-                self._side(f"[tool] {label} ({event.status}){extra}")
+                self._side(f"[tool] {label} ({event.status}{took}){extra}")
             case PermissionAnswered():
                 what = "question" if event.is_question else "permission"
                 answer = event.selected if event.selected is not None else "cancelled"
@@ -96,6 +104,7 @@ class TextRenderer:
             case Notice():
                 self._side(f"[{event.level}] {event.message}")
             case TurnStarted():
+                self._session = event.session
                 if event.sandbox:
                     self._side(
                         "[info] no ACP agent is installed: this turn runs on agy-host's bundled sandbox agent, "
@@ -106,7 +115,10 @@ class TextRenderer:
             case TurnEnded():
                 if event.error:
                     self._side(f"[error] {event.error}")
-                self._side(f"[done] {event.stop_reason} in {event.duration_s:.1f}s; {_usage_line(event.usage)}")
+                session = f"; session: {self._session}" if self._session else ""
+                self._side(
+                    f"[done] {event.stop_reason} in {event.duration_s:.1f}s; {_usage_line(event.usage)}{session}"
+                )
             case _:
                 pass
 

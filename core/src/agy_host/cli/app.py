@@ -1,0 +1,142 @@
+"""The typer application: core commands plus whatever plugins register.
+
+Command modules import their heavy dependencies (trio, the host, engines)
+inside the command functions, so ``agy-host --help`` and plugin command
+registration stay cheap. Plugins add commands through the
+``agy_host_register_commands`` hook; a plugin that fails there is reported by
+``agy-host plugins`` and ``doctor`` and the rest of the CLI still works.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agy_host.cli.exit_codes import ExitCode, epilog
+
+if TYPE_CHECKING:
+    from agy_host.host import Host
+    from agy_host.plugins import Plugins
+
+HELP = """Drive coding agents (Google Antigravity first) from the terminal.
+
+agy-host runs one agent turn per `run`, streams the answer, and keeps each
+named session bound to its agent conversation so a later `run --session NAME`
+continues it. Engines (how agy-host talks to an agent: ACP, stream-json) and
+plugins are separate packages; `agy-host plugins` lists what is installed and
+`agy-host doctor` checks that it works, without spending tokens.
+
+Config: $XDG_CONFIG_HOME/agy-host/config.toml (`agy-host config path`);
+environment variables AGY_HOST_* override it, command-line flags override both.
+"""
+
+
+class CliState:
+    """What every command shares: the environment, in-process plugins, and
+    one plugin manager (loaded once, before commands are registered)."""
+
+    def __init__(self, *, extra_plugins: Sequence[object] = (), env: Mapping[str, str] | None = None) -> None:
+        self._env = env
+        self.extra_plugins = list(extra_plugins)
+        self._plugins: Plugins | None = None
+
+    @property
+    def env(self) -> Mapping[str, str]:
+        return os.environ if self._env is None else self._env
+
+    @property
+    def plugins(self) -> Plugins:
+        if self._plugins is None:
+            from agy_host.plugins import Plugins
+
+            plugins = Plugins(self.env)
+            for plugin in self.extra_plugins:
+                plugins.register(plugin, name=getattr(plugin, "name", None) or type(plugin).__name__)
+            self._plugins = plugins
+        return self._plugins
+
+    def host(self, *, engine: str | None = None, agent: str | None = None, permissions: str | None = None) -> Host:
+        from agy_host.host import Host
+
+        return Host(env=self.env, engine=engine, agent=agent, permissions=permissions, plugins=self.plugins)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from agy_host import __version__
+
+        typer.echo(f"agy-host {__version__}")
+        raise typer.Exit(ExitCode.OK)
+
+
+def build_app(state: CliState) -> typer.Typer:
+    """The root app with the core commands registered."""
+    from agy_host.cli import config_cmd, doctor_cmd, info_cmds, run_cmd
+
+    app = typer.Typer(
+        name="agy-host",
+        help=HELP,
+        epilog=epilog(),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+    @app.callback()
+    def _root(
+        version: Annotated[
+            bool,
+            typer.Option("--version", "-V", help="Print the version and exit.", callback=_version, is_eager=True),
+        ] = False,
+    ) -> None:
+        """Drive coding agents from the terminal."""
+
+    run_cmd.register(app, state)
+    doctor_cmd.register(app, state)
+    info_cmds.register(app, state)
+    config_cmd.register(app, state)
+    return app
+
+
+def run_app(args: list[str], *, extra_plugins: Sequence[object] = (), env: Mapping[str, str] | None = None) -> int:
+    """Build the app, let plugins add commands, run it; return the exit code."""
+    state = CliState(extra_plugins=extra_plugins, env=env)
+    app = build_app(state)
+    state.plugins.register_commands(app)
+    try:
+        app(args=args, prog_name="agy-host", standalone_mode=True)
+    except SystemExit as exc:
+        return _code(exc.code)
+    except KeyboardInterrupt:
+        print("agy-host: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    except Exception as exc:
+        # A bug in agy-host or a plugin command: say so plainly; the traceback
+        # is there when asked for.
+        print(f"agy-host: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        if state.env.get("AGY_HOST_DEBUG", "") not in {"", "0"}:
+            import traceback
+
+            traceback.print_exc()
+        else:
+            print("agy-host: set AGY_HOST_DEBUG=1 for the traceback", file=sys.stderr)
+        return ExitCode.ERROR
+    return ExitCode.OK
+
+
+def _code(code: object) -> int:
+    if code is None:
+        return ExitCode.OK
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return ExitCode.ERROR
+
+
+__all__ = ["HELP", "CliState", "build_app", "run_app"]

@@ -1,0 +1,39 @@
+"""Small helpers shared by the command modules: errors with exit codes,
+JSON output, and the ``--format`` option."""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from agy_host.cli.exit_codes import ExitCode
+
+FormatOption = Annotated[
+    str,
+    typer.Option("--format", "-f", help="Output format: text or json.", metavar="text|json"),
+]
+
+
+def fail(message: str, code: int = ExitCode.ERROR) -> NoReturn:
+    """Print ``agy-host: error: MESSAGE`` on stderr and exit with ``code``."""
+    print(f"agy-host: error: {message}", file=sys.stderr, flush=True)
+    raise typer.Exit(code)
+
+
+def check_format(fmt: str, allowed: tuple[str, ...] = ("text", "json")) -> str:
+    if fmt not in allowed:
+        fail(f"unknown --format {fmt!r}; choose one of: {', '.join(allowed)}", ExitCode.USAGE)
+    return fmt
+
+
+def print_json(value: Any) -> None:
+    """One JSON document on stdout (msgspec Structs encode as they are)."""
+    import msgspec
+
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
+    sys.stdout.flush()
+
+
+__all__ = ["FormatOption", "check_format", "fail", "print_json"]

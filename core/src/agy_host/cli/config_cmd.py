@@ -1,0 +1,73 @@
+"""``agy-host config show|set|path``: the effective config and its file."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from agy_host.cli.common import FormatOption, check_format, fail, print_json
+
+if TYPE_CHECKING:
+    from agy_host.cli.app import CliState
+
+CONFIG_HELP = """Show or change the config file ($XDG_CONFIG_HOME/agy-host/config.toml,
+or $AGY_HOST_CONFIG). Environment variables override the file; a bad value
+falls back to its default with a warning, and a file that is not TOML is
+moved aside (kept) with a warning.
+"""
+
+
+def register(app: typer.Typer, state: CliState) -> None:
+    group = typer.Typer(help=CONFIG_HELP, no_args_is_help=True)
+    app.add_typer(group, name="config")
+
+    @group.command("show", help="Print the effective config (defaults, file, environment) and the file's path.")
+    def show(fmt: FormatOption = "text") -> None:
+        from agy_host import config
+
+        check_format(fmt)
+        host = state.host()
+        exists = host.config_path.exists()
+        if fmt == "json":
+            print_json({"version": 1, "path": str(host.config_path), "exists": exists, "config": host.config})
+            return
+        typer.echo(f"# {host.config_path}{'' if exists else ' (not created yet; these are the defaults)'}")
+        overridden = sorted(var for var in config.ENV_OVERRIDES if var in host.env)
+        if overridden:
+            typer.echo(f"# overridden by the environment: {', '.join(overridden)}")
+        typer.echo(config.to_toml(host.config), nl=False)
+
+    @group.command(
+        "set",
+        help="Set KEY (dotted, e.g. turn.timeout_minutes) to VALUE in the config file, atomically.",
+        # so that ``config set turn.timeout_minutes -4`` reaches the validator
+        # (and its clear message) instead of being parsed as an option
+        context_settings={"ignore_unknown_options": True},
+    )
+    def set_(
+        key: Annotated[str, typer.Argument(help="Dotted key, e.g. engine, model, turn.timeout_minutes, acp.bin.")],
+        value: Annotated[str, typer.Argument(help="The value; parsed by the key's type (true/false, numbers).")],
+    ) -> None:
+        from agy_host import config
+
+        path = config.config_path(state.env)
+        try:
+            config.set_value(key, value, path=path)
+        except config.ConfigError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot write {path}: {exc}")
+        var = next((v for v, k in config.ENV_OVERRIDES.items() if k == key and v in state.env), None)
+        typer.echo(f"{key} = {value!s} written to {path}")
+        if var is not None:
+            typer.echo(f"agy-host: warning: ${var} is set and overrides {key} in this environment", err=True)
+
+    @group.command("path", help="Print the config file's path.")
+    def path() -> None:
+        from agy_host import config
+
+        typer.echo(str(config.config_path(state.env)))
+
+
+__all__ = ["register"]

@@ -1,0 +1,37 @@
+"""The ``agy-host`` console entry point.
+
+``agy-host --version`` is answered here, before typer, trio or msgspec are
+imported, so scripts that probe the version pay for Python's start-up and
+nothing else. Everything else builds the typer app (:mod:`agy_host.cli.app`).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    extra_plugins: Sequence[object] = (),
+    env: Mapping[str, str] | None = None,
+) -> int:
+    """Run the CLI and return its exit code (see :mod:`agy_host.cli.exit_codes`).
+
+    ``extra_plugins`` are registered in-process before the command runs (tests,
+    embedding); ``env`` replaces ``os.environ`` for config and plugin switches.
+    """
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args in (["--version"], ["-V"]):
+        from agy_host import __version__
+
+        print(f"agy-host {__version__}")
+        return 0
+    from agy_host.cli.app import run_app
+
+    return run_app(args, extra_plugins=extra_plugins, env=env)
+
+
+if __name__ == "__main__":  # pragma: no cover - ``python -m agy_host.cli.main``
+    sys.exit(main())

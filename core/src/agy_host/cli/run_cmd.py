@@ -1,0 +1,379 @@
+"""``agy-host run PROMPT``: one agent turn, streamed.
+
+The command owns a trio nursery for the length of the turn: plugin services
+(the bridge) start first, then the engine's driver, then the turn. Ctrl-C
+asks the engine to abort the turn and waits for its outcome, so the session
+binding is saved and the exit code is 130; a second Ctrl-C stops waiting; a
+third exits the process at once.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, NoReturn
+
+import msgspec
+import typer
+
+from agy_host.cli.common import fail
+from agy_host.cli.exit_codes import ExitCode, epilog
+
+if TYPE_CHECKING:
+    import trio
+
+    from agy_host.cli.app import CliState
+    from agy_host.engines import Engine
+    from agy_host.host import Host
+    from agy_host.rendering import Renderer, RendererFactory
+    from agy_host.turn_layer import TurnLayer, TurnResult
+    from agy_host.turns import DriverSnapshot, TurnDriver
+
+RUN_HELP = """Run one agent turn and stream the answer.
+
+PROMPT is the text to send (several words are joined with spaces); `-` or
+no PROMPT with a pipe on stdin reads the prompt from stdin.
+
+Without --session the turn starts a fresh agent conversation and records it
+under a generated name (run-YYYYMMDD-HHMMSS-xxxx), printed at the end, so you
+can continue it with --session NAME. With --session NAME, the first use
+creates the session and later uses resume its agent conversation; --resume
+requires that it exists (exit 4 otherwise).
+
+The answer goes to stdout; tool lines, notices and the closing line (stop
+reason, duration, usage, session) go to stderr. --format json prints one JSON
+event per line, ending with a {"type": "done", ...} object; --format quiet
+prints only the final answer.
+"""
+
+SESSION_HELP = "Host session to create or continue (letters, digits, . _ - : only)."
+
+
+class RunOptions(msgspec.Struct, kw_only=True):
+    prompt: str
+    session: str
+    generated_session: bool = False
+    resume: bool = False
+    engine: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    mode: str | None = None
+    cwd: str
+    fmt: str = "text"
+    timeout_min: float | None = None
+    inactivity_min: float | None = None
+    permissions: str | None = None
+    skip_permissions: bool | None = None
+    verbose: bool = False
+
+
+def generate_session_name() -> str:
+    """``run-20261202-152400-a1b2``: sortable, and unique enough per second."""
+    return f"run-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def check_session_name(name: str) -> str:
+    """Names become store keys with an ``@engine`` suffix, so ``@`` (and
+    anything invisible) is refused rather than silently mangled."""
+    if not name or len(name) > 200:
+        fail("a session name must be 1 to 200 characters", ExitCode.USAGE)
+    bad = sorted({c for c in name if not (c.isalnum() or c in "._-:")})
+    if bad:
+        fail(
+            f"session name {name!r} contains {''.join(bad)!r}; use letters, digits, '.', '_', '-', ':'", ExitCode.USAGE
+        )
+    return name
+
+
+def _read_prompt(words: list[str] | None) -> str:
+    if words and words != ["-"]:
+        return " ".join(words)
+    if words == ["-"] or not sys.stdin.isatty():
+        text = sys.stdin.read()
+        if text.strip():
+            return text.strip("\n")
+        fail("the prompt read from stdin is empty", ExitCode.USAGE)
+    fail("missing PROMPT (or pipe it on stdin); see `agy-host run --help`", ExitCode.USAGE)
+
+
+def register(app: typer.Typer, state: CliState) -> None:
+    @app.command("run", help=RUN_HELP, epilog=epilog())
+    def run(  # noqa: PLR0917 - typer maps each parameter to a CLI option
+        prompt: Annotated[
+            list[str] | None,
+            typer.Argument(help="The prompt; `-` reads stdin.", show_default=False, metavar="PROMPT..."),
+        ] = None,
+        session: Annotated[str | None, typer.Option("--session", "-s", help=SESSION_HELP, metavar="NAME")] = None,
+        resume: Annotated[bool, typer.Option("--resume", help="Fail (exit 4) unless --session exists.")] = False,
+        engine: Annotated[
+            str | None, typer.Option("--engine", "-e", help="Engine to use (see `agy-host engine`).", metavar="NAME")
+        ] = None,
+        agent: Annotated[
+            str | None,
+            typer.Option("--agent", help='Agent command line or profile name, e.g. "gemini --acp".', metavar="CMD"),
+        ] = None,
+        model: Annotated[
+            str | None, typer.Option("--model", "-m", help="Model id (see `agy-host models`).", metavar="ID")
+        ] = None,
+        effort: Annotated[
+            str | None, typer.Option("--effort", help="Reasoning effort tier (low, medium, high).", metavar="TIER")
+        ] = None,
+        mode: Annotated[
+            str | None, typer.Option("--mode", help="Agent mode, e.g. accept-edits or plan.", metavar="MODE")
+        ] = None,
+        cwd: Annotated[
+            Path | None,
+            typer.Option(
+                "--cwd",
+                help="Working directory of the agent [default: here].",
+                file_okay=False,
+                exists=True,
+                metavar="DIR",
+            ),
+        ] = None,
+        fmt: Annotated[
+            str, typer.Option("--format", "-f", help="text, json or quiet (or a plugin's format).", metavar="FORMAT")
+        ] = "text",
+        timeout: Annotated[
+            float | None,
+            typer.Option("--timeout", help="Overall turn deadline in minutes; 0 disables.", min=0, metavar="MINUTES"),
+        ] = None,
+        inactivity: Annotated[
+            float | None,
+            typer.Option(
+                "--inactivity",
+                help="Fail when the agent is silent this many minutes; 0 disables.",
+                min=0,
+                metavar="MINUTES",
+            ),
+        ] = None,
+        permissions: Annotated[
+            str | None,
+            typer.Option("--permissions", help="Permission policy: auto, deny, or a plugin's.", metavar="POLICY"),
+        ] = None,
+        skip_permissions: Annotated[
+            bool | None,
+            typer.Option(
+                "--skip-permissions/--ask-permissions",
+                help="Let the agent run tools without asking.",
+                show_default=False,
+            ),
+        ] = None,
+        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's thinking.")] = False,
+    ) -> None:
+        if resume and not session:
+            fail("--resume needs --session NAME", ExitCode.USAGE)
+        opts = RunOptions(
+            prompt=_read_prompt(prompt),
+            session=check_session_name(session) if session else generate_session_name(),
+            generated_session=session is None,
+            resume=resume,
+            engine=engine,
+            agent=agent,
+            model=model,
+            effort=effort,
+            mode=mode,
+            cwd=str((cwd or Path.cwd()).resolve()),
+            fmt=fmt,
+            timeout_min=timeout,
+            inactivity_min=inactivity,
+            permissions=permissions,
+            skip_permissions=skip_permissions,
+            verbose=verbose,
+        )
+        raise typer.Exit(run_command(state, opts))
+
+
+def run_command(state: CliState, opts: RunOptions) -> int:
+    """Everything up to the trio loop: host, renderer, engine, resume check."""
+    from agy_host.engines import EngineError
+
+    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
+    renderers = host.plugins.renderers()
+    factory = renderers.get(opts.fmt)
+    if factory is None:
+        fail(f"unknown --format {opts.fmt!r}; available: {', '.join(sorted(renderers))}", ExitCode.USAGE)
+    try:
+        engine = host.load_engine()
+    except EngineError as exc:
+        _early_exit(opts, str(exc), ExitCode.ERROR)
+    if opts.resume and host.store.get(engine.store_key(opts.session)) is None:
+        listing = ", ".join(host.session_names(engine)) or "none"
+        _early_exit(
+            opts,
+            f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})",
+            ExitCode.NO_SUCH_SESSION,
+        )
+
+    import trio
+
+    try:
+        return trio.run(_run_async, host, engine, opts, factory)
+    except BaseExceptionGroup as group:
+        # Ctrl-C before the signal watcher was installed (agent start-up)
+        # arrives as KeyboardInterrupt, possibly inside trio's groups.
+        if group.subgroup(KeyboardInterrupt) is None:
+            raise
+    except KeyboardInterrupt:
+        pass
+    print("agy-host: interrupted", file=sys.stderr, flush=True)
+    if opts.fmt == "json":
+        _print_done(opts, None, ExitCode.INTERRUPTED, "")
+    return ExitCode.INTERRUPTED
+
+
+def _early_exit(opts: RunOptions, message: str, code: int) -> NoReturn:
+    """Fail before any turn started; JSON consumers still get their ``done``."""
+    if opts.fmt == "json":
+        _print_done(opts, None, code, message)
+    fail(message, code)
+
+
+def _describe(exc: BaseException) -> str:
+    """A readable one-liner, flattening trio's exception groups."""
+    from agy_host.engines import EngineError
+
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(_describe(e) for e in exc.exceptions)
+    if isinstance(exc, EngineError):
+        return str(exc)  # already written for the user
+    return f"{type(exc).__name__}: {exc}"
+
+
+async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: RendererFactory) -> int:
+    import trio
+
+    from agy_host.rendering import RenderOptions
+
+    renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose))
+    result: TurnResult | None = None
+    snapshot: DriverSnapshot | None = None
+    error = ""
+    async with trio.open_nursery() as nursery:
+        try:
+            await host.start_services(nursery)
+            async with engine.open_driver() as driver:
+                from agy_host.turn_layer import TurnLayer
+
+                layer = TurnLayer(
+                    engine=engine,
+                    driver=driver,
+                    store=host.store,
+                    plugins=host.plugins,
+                    config=host.config,
+                    sink=renderer.handle,
+                    warn=host.warn,
+                )
+                with trio.CancelScope() as turn_scope:
+                    await nursery.start(_watch_sigint, layer, turn_scope)
+                    result = await _turn(host, layer, driver, opts)
+                snapshot = _snapshot(host, driver)
+        except Exception as exc:
+            error = _describe(exc)
+        finally:
+            nursery.cancel_scope.cancel()
+    _close(renderer, host)
+    if error:
+        print(f"agy-host: error: {error}", file=sys.stderr, flush=True)
+    code = result.exit_code if result is not None else (ExitCode.ERROR if error else ExitCode.INTERRUPTED)
+    if snapshot is not None:
+        from agy_host.cli.last_run import LastRun, write_last_run
+        from agy_host.store import utc_now
+
+        write_last_run(
+            host,
+            LastRun(
+                written_at=utc_now(),
+                session=opts.session,
+                engine=engine.ENGINE_NAME,
+                exit_code=code,
+                stop_reason=result.stop_reason if result else "",
+                snapshot=snapshot,
+            ),
+        )
+    if opts.fmt == "json":
+        _print_done(opts, result, code, error)
+    return code
+
+
+async def _turn(host: Host, layer: TurnLayer, driver: TurnDriver, opts: RunOptions) -> TurnResult:
+    from agy_host.prompt import TextBlock
+    from agy_host.turn_layer import ToolResultSink
+
+    result = await layer.run_turn(
+        opts.session,
+        [TextBlock(text=opts.prompt)],
+        cwd=opts.cwd,
+        model=opts.model,
+        effort=opts.effort,
+        mode=opts.mode,
+        skip_permissions=opts.skip_permissions,
+        timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
+        inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
+    )
+    if result.stop_reason == "tool_use":
+        tools = {tool.name: tool for tool in host.plugins.tools()}
+        sinks = [s for s in [*host.services, driver] if isinstance(s, ToolResultSink)]
+        while result.stop_reason == "tool_use":
+            result = await layer.resolve_tool_use(tools, sinks)
+    return result
+
+
+def _snapshot(host: Host, driver: TurnDriver) -> DriverSnapshot | None:
+    try:
+        return driver.snapshot()
+    except Exception as exc:
+        host.warn(f"the driver could not describe itself for doctor: {_describe(exc)}")
+        return None
+
+
+def _close(renderer: Renderer, host: Host) -> None:
+    try:
+        renderer.close()
+    except Exception as exc:
+        host.warn(f"the renderer failed while closing: {_describe(exc)}")
+
+
+def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: str) -> None:
+    from agy_host.events import EVENT_SCHEMA_VERSION
+
+    done = {
+        "type": "done",
+        "version": EVENT_SCHEMA_VERSION,
+        "stop_reason": result.stop_reason if result else ("aborted" if code == ExitCode.INTERRUPTED else "error"),
+        "exit_code": code,
+        "session": opts.session,
+        "conversation_id": result.conversation_id if result else None,
+        "usage": result.usage if result else None,
+        "duration_s": result.duration_s if result else None,
+        "error": (result.error if result else error) or None,
+    }
+    sys.stdout.write(msgspec.json.encode(done).decode() + "\n")
+    sys.stdout.flush()
+
+
+async def _watch_sigint(layer: TurnLayer, turn_scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]) -> None:
+    import signal
+
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        task_status.started()
+        count = 0
+        async for _ in signals:
+            count += 1
+            if count == 1:
+                print("\nagy-host: interrupting the turn (Ctrl-C again to stop waiting)", file=sys.stderr, flush=True)
+                layer.abort("interrupted")
+            elif count == 2:
+                print("agy-host: not waiting for the agent any longer", file=sys.stderr, flush=True)
+                turn_scope.cancel()
+            else:
+                os._exit(ExitCode.INTERRUPTED)
+
+
+__all__ = ["RUN_HELP", "RunOptions", "check_session_name", "generate_session_name", "register", "run_command"]

@@ -1,0 +1,325 @@
+"""The host: what every command builds once before it does anything.
+
+A :class:`Host` holds the effective config (warnings go to stderr as
+``agy-host: warning: ...``), the plugin manager, the session store, and knows
+which engine is selected and *why*, so ``agy-host engine`` can explain it.
+Nothing here imports trio or an engine at module level: ``config`` and
+``plugins`` commands build a Host too. Loading the engine imports exactly that engine, builds its
+:class:`~agy_host.engines.EngineContext` and registers its optional ``hooks``.
+
+The permission decider handed to engines keeps the one promise the agent
+depends on: a permission request is always answered. The configured policy is
+bounded by ``turn.permission_timeout_seconds``; a policy that times out,
+raises, or picks an option the agent did not offer yields a *cancelled*
+decision with the reason. It never raises and never hangs.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, cast
+
+import msgspec
+
+from agy_host import config as config_mod
+from agy_host.engines import EngineError, installed_engines, load_engine_class
+from agy_host.plugins import Plugins
+
+if TYPE_CHECKING:
+    import trio
+
+    from agy_host.engines import Engine, EngineContext, EngineFactory
+    from agy_host.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
+    from agy_host.services import Service
+    from agy_host.store import SessionStore
+
+#: Chosen when nothing else decides and it is installed (the spec's default).
+DEFAULT_ENGINE = "acp"
+DEFAULT_POLICY = "auto"
+LAST_RUN_FILE = "last-driver.json"
+#: A service that has not reported ready by then is skipped with a warning.
+SERVICE_START_TIMEOUT_S = 15.0
+
+EngineSource = Literal["flag", "env", "config", "only", "default", "first"]
+
+
+class EngineChoice(msgspec.Struct, kw_only=True):
+    """Which engine a command uses and why (``agy-host engine`` prints it)."""
+
+    name: str
+    source: EngineSource
+    reason: str
+    installed: list[str]
+
+
+def stderr_warning(message: str) -> None:
+    """The default warning sink; ``sys.stderr`` is looked up per call so a
+    test runner's capture sees it."""
+    print(f"agy-host: warning: {message}", file=sys.stderr, flush=True)
+
+
+class Host:
+    """Config, plugins, store and engine selection for one command."""
+
+    def __init__(
+        self,
+        *,
+        env: Mapping[str, str] | None = None,
+        engine: str | None = None,
+        agent: str | None = None,
+        permissions: str | None = None,
+        plugins: Plugins | None = None,
+        extra_plugins: Sequence[object] = (),
+        warn: Callable[[str], None] | None = None,
+        config_path: Path | None = None,
+    ) -> None:
+        self.env: Mapping[str, str] = os.environ if env is None else env
+        self.warnings: list[str] = []
+        self._sink = warn or stderr_warning
+        self.config_path = config_path or config_mod.config_path(self.env)
+        self.config = config_mod.load(self.env, self.warn, self.config_path)
+        if self.config.turn.permission_timeout_seconds <= 0:
+            self.warn(
+                "config: 'turn.permission_timeout_seconds' must be positive so a policy can never hang a turn; "
+                f"using {config_mod.TurnConfig().permission_timeout_seconds:g}"
+            )
+            self.config.turn.permission_timeout_seconds = config_mod.TurnConfig().permission_timeout_seconds
+        self.plugins = plugins if plugins is not None else Plugins(self.env)
+        for plugin in extra_plugins:
+            if self.plugins.pm.is_registered(plugin):
+                continue
+            self.plugins.register(plugin, name=getattr(plugin, "name", None) or type(plugin).__name__)
+        self.plugins.check()
+        self.state_dir = config_mod.state_dir(self.env)
+        self.engine_flag = engine or None
+        self.agent = agent or None
+        self.permissions_flag = permissions or None
+        self._choice: EngineChoice | None = None
+        self._engine: Engine | None = None
+        self._store: SessionStore | None = None
+        self._policy: PermissionPolicy | None = None
+        #: Services handed out by ``agy_host_services`` for this command.
+        self.services: list[Service] = []
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
+        self._sink(message)
+
+    # -- engines -------------------------------------------------------------------
+
+    def installed_engines(self) -> dict[str, str]:
+        """Engine name -> where it comes from, without importing any engine."""
+        found: dict[str, str] = {}
+        for name in self.plugins.engines():
+            found[name] = "registered in-process"
+        for entry in installed_engines():
+            origin = f"{entry.distribution} {entry.version}".strip() or entry.value
+            found[entry.name] = f"entry point ({origin})"
+        return dict(sorted(found.items()))
+
+    def engine_choice(self) -> EngineChoice:
+        """flag > ``AGY_HOST_ENGINE`` > config ``engine`` > the only installed
+        engine > ``acp`` if installed > the first installed (by name)."""
+        if self._choice is not None:
+            return self._choice
+        installed = list(self.installed_engines())
+        env_value = self.env.get("AGY_HOST_ENGINE", "").strip()
+        if self.engine_flag:
+            choice = EngineChoice(
+                name=self.engine_flag, source="flag", reason="--engine on the command line", installed=installed
+            )
+        elif env_value:
+            choice = EngineChoice(name=env_value, source="env", reason="AGY_HOST_ENGINE is set", installed=installed)
+        elif self.config.engine:
+            choice = EngineChoice(
+                name=self.config.engine, source="config", reason=f"'engine' in {self.config_path}", installed=installed
+            )
+        elif len(installed) == 1:
+            choice = EngineChoice(
+                name=installed[0], source="only", reason="the only engine installed", installed=installed
+            )
+        elif DEFAULT_ENGINE in installed:
+            choice = EngineChoice(
+                name=DEFAULT_ENGINE,
+                source="default",
+                reason="the default when several are installed",
+                installed=installed,
+            )
+        elif installed:
+            choice = EngineChoice(
+                name=installed[0], source="first", reason="the first installed engine by name", installed=installed
+            )
+        else:
+            raise EngineError(
+                "no engine is installed. Install one, e.g. `pip install agy-host-acp` "
+                "or `pip install agy-host-stream-json`."
+            )
+        self._choice = choice
+        return choice
+
+    def load_engine(self) -> Engine:
+        """Import and build the selected engine (once); register its hooks."""
+        if self._engine is not None:
+            return self._engine
+        choice = self.engine_choice()
+        extra: dict[str, EngineFactory] = self.plugins.engines()
+        factory = load_engine_class(choice.name, extra=extra)
+        try:
+            engine = factory(self.engine_context(choice.name))
+        except EngineError:
+            raise
+        except Exception as exc:
+            raise EngineError(f"engine {choice.name!r} failed to start: {type(exc).__name__}: {exc}") from exc
+        hooks = getattr(engine, "hooks", None)
+        if hooks is not None:
+            self.plugins.register(hooks, name=f"engine:{choice.name}")
+        self.plugins.check()
+        self._engine = engine
+        return engine
+
+    def engine_context(self, engine_name: str) -> EngineContext:
+        from agy_host.engines import EngineContext
+
+        return EngineContext(
+            config=self.config,
+            state_dir=self.state_dir,
+            decide_permission=self.decide_permission,
+            mcp_servers=lambda: self.plugins.mcp_servers(engine_name),
+            agent=self.agent,
+            env=self.env,
+            warn=self.warn,
+        )
+
+    # -- store -----------------------------------------------------------------------
+
+    @property
+    def store(self) -> SessionStore:
+        if self._store is None:
+            from agy_host.store import SessionStore
+
+            self._store = SessionStore.in_state_dir(self.state_dir, warn=self.warn)
+        return self._store
+
+    def session_names(self, engine: Engine) -> list[str]:
+        """The host session names bound on ``engine`` (for its current agent),
+        sorted. Session names never contain ``@`` (the CLI refuses them), so
+        the name is what precedes the engine's key suffix."""
+        names = []
+        for key in self.store.all():
+            name = key.partition("@")[0]
+            if engine.store_key(name) == key:
+                names.append(name)
+        return sorted(names)
+
+    # -- permissions -------------------------------------------------------------------
+
+    def permission_policy(self) -> PermissionPolicy:
+        """The configured policy; an unknown name warns and falls back to ``auto``."""
+        if self._policy is not None:
+            return self._policy
+        policies = self.plugins.permission_policies()
+        name = self.permissions_flag or self.config.permissions.policy or DEFAULT_POLICY
+        policy = policies.get(name)
+        if policy is None:
+            known = ", ".join(sorted(policies)) or "none"
+            self.warn(f"unknown permission policy {name!r} (known: {known}); using {DEFAULT_POLICY!r}")
+            policy = policies.get(DEFAULT_POLICY)
+        if policy is None:
+            from agy_host.builtins.permission_policies import AutoPolicy
+
+            policy = AutoPolicy()
+        self._policy = policy
+        return policy
+
+    async def decide_permission(self, request: PermissionRequest) -> PermissionDecision:
+        """Answer one permission request; never raises (except trio's own
+        cancellation of the caller) and never waits past the configured bound."""
+        import trio
+
+        from agy_host.permissions import PermissionDecision
+        from agy_host.timers import minutes
+
+        policy = self.permission_policy()
+        name = getattr(policy, "name", type(policy).__name__)
+        bound = self.config.turn.permission_timeout_seconds
+        try:
+            with trio.move_on_after(bound) as scope:
+                # typed as object: a third-party policy may return anything
+                decision: object = await policy.decide(request)
+        except Exception as exc:
+            return PermissionDecision(
+                option_id=None, policy=name, reason=f"policy {name!r} failed ({type(exc).__name__}: {exc}); cancelled"
+            )
+        if scope.cancelled_caught:
+            return PermissionDecision(
+                option_id=None, policy=name, reason=f"no answer within {minutes(bound)}; cancelled"
+            )
+        if not isinstance(decision, PermissionDecision):
+            return PermissionDecision(
+                option_id=None, policy=name, reason=f"policy {name!r} returned {type(decision).__name__}; cancelled"
+            )
+        offered = {opt.option_id for opt in request.options}
+        if decision.option_id is not None and decision.option_id not in offered:
+            return PermissionDecision(
+                option_id=None,
+                policy=name,
+                reason=f"policy {name!r} chose {decision.option_id!r}, which the agent did not offer; cancelled",
+            )
+        return decision
+
+    # -- services ------------------------------------------------------------------------
+
+    async def start_services(self, nursery: trio.Nursery) -> list[str]:
+        """Start every ``agy_host_services`` service in ``nursery``; return the
+        names that reported ready. A service that fails or stalls is reported
+        and skipped: the command goes on without it."""
+        import trio
+
+        ready: list[str] = []
+        for service in self.plugins.services(self.config):
+            self.services.append(service)
+            name = str(getattr(service, "name", "") or type(service).__name__)
+            with trio.move_on_after(SERVICE_START_TIMEOUT_S) as scope:
+                ok = await nursery.start(self._guard_service, service, name)
+            if scope.cancelled_caught:
+                self.warn(f"service {name!r} did not become ready within {SERVICE_START_TIMEOUT_S:g}s; skipped")
+            elif ok:
+                ready.append(name)
+        return ready
+
+    async def _guard_service(self, service: Service, name: str, *, task_status: trio.TaskStatus[bool]) -> None:
+        reported = False
+
+        class _Status:
+            def started(self, value: object = None) -> None:
+                nonlocal reported
+                if not reported:
+                    reported = True
+                    task_status.started(True)
+
+        try:
+            await service.run(task_status=cast("trio.TaskStatus[None]", _Status()))
+        except Exception as exc:
+            self.warn(f"service {name!r} failed: {type(exc).__name__}: {exc}")
+        if not reported:
+            task_status.started(False)
+
+    # -- last run ---------------------------------------------------------------------------
+
+    @property
+    def last_run_path(self) -> Path:
+        return self.state_dir / LAST_RUN_FILE
+
+
+__all__ = [
+    "DEFAULT_ENGINE",
+    "DEFAULT_POLICY",
+    "LAST_RUN_FILE",
+    "EngineChoice",
+    "EngineSource",
+    "Host",
+    "stderr_warning",
+]

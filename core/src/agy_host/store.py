@@ -1,0 +1,301 @@
+"""State on disk: the session store and a small JSON state-file helper.
+
+The session store (``$XDG_STATE_HOME/agy-host/sessions.json``) remembers which
+agent conversation a host session is bound to, so ``agy-host run --session
+NAME`` resumes it after a restart. Keys are scoped per engine by
+:meth:`agy_host.engines.Engine.store_key` (``NAME`` for stream-json,
+``NAME@acp`` for ACP): engines never touch each other's keys, so switching
+engine and back keeps both bindings.
+
+Several agy-host processes may update the store at once (two terminals, a
+script). Every write therefore happens under a file lock, re-reads the file,
+overlays *only the keys this process changed* and replaces the file
+atomically; a binding another process wrote in the meantime survives.
+
+Bad input never loses data: a file that is not a store at all is moved aside
+(:func:`agy_host.fsutil.quarantine`) and reported; a store with bad entries is
+reported entry by entry and the original file is moved aside before the
+cleaned store is written over it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from agy_host import fsutil
+
+#: Version of ``sessions.json``; a file with another version is kept aside
+#: before this build rewrites it.
+STORE_VERSION = 1
+STORE_FILE = "sessions.json"
+
+Warn = Callable[[str], None]
+
+
+def _ignore(_message: str) -> None:
+    return None
+
+
+class SessionBinding(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One host session's agent conversation on one engine."""
+
+    conversation_id: str
+    engine: str = ""
+    #: The agent the conversation lives in (a command or profile label): a
+    #: conversation id means nothing to another agent.
+    agent: str = ""
+    cwd: str = ""
+    #: ISO 8601 UTC time of the last turn that touched the binding.
+    updated_at: str = ""
+    #: G1 digest watermark: host messages the agent has already seen.
+    last_message_count: int = 0
+
+
+def utc_now() -> str:
+    """``2026-12-02T15:24:00Z``: sortable, and readable in the raw file."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class _Narrowed(msgspec.Struct, kw_only=True):
+    bindings: dict[str, SessionBinding]
+    #: True when something in the file could not be kept as it was, so the
+    #: original must be moved aside before the file is rewritten.
+    lossy: bool = False
+
+
+def _narrow_entry(key: str, raw: Any, warn: Warn) -> tuple[SessionBinding | None, bool]:
+    """One binding from its raw JSON value; the bool says whether it lost anything."""
+    if not isinstance(raw, dict):
+        warn(f"session store: entry {key!r} is not an object; ignored")
+        return None, True
+    cid = raw.get("conversation_id")
+    if not isinstance(cid, str) or not cid:
+        warn(f"session store: entry {key!r} has no conversation_id; ignored")
+        return None, True
+    lossy = False
+    values: dict[str, Any] = {"conversation_id": cid}
+    for name in ("engine", "agent", "cwd", "updated_at"):
+        value = raw.get(name, "")
+        if isinstance(value, str):
+            values[name] = value
+        else:
+            warn(f"session store: entry {key!r}: {name} is not a string; dropped")
+            lossy = True
+    count = raw.get("last_message_count", 0)
+    if isinstance(count, bool) or not isinstance(count, (int, float)) or not math.isfinite(count) or count < 0:
+        warn(f"session store: entry {key!r}: last_message_count {count!r} is not a count; using 0")
+        lossy = True
+        count = 0
+    values["last_message_count"] = int(count)
+    unknown = set(raw) - {f.encode_name for f in msgspec.structs.fields(SessionBinding)}
+    if unknown:
+        # A newer agy-host may have added fields: keep the original file aside.
+        warn(f"session store: entry {key!r} has unknown fields {sorted(unknown)}; they are not kept")
+        lossy = True
+    return SessionBinding(**values), lossy
+
+
+def _narrow(doc: Any, path: Path, warn: Warn) -> _Narrowed | None:
+    """The bindings of a parsed store; ``None`` when it is not a store at all."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("bindings"), dict):
+        return None
+    lossy = False
+    version = doc.get("version")
+    if version != STORE_VERSION:
+        warn(f"session store: {path} has version {version!r}, expected {STORE_VERSION}; reading what fits")
+        lossy = True
+    bindings: dict[str, SessionBinding] = {}
+    for key, raw in doc["bindings"].items():
+        binding, lost = _narrow_entry(key, raw, warn)
+        lossy = lossy or lost
+        if binding is not None:
+            bindings[key] = binding
+    return _Narrowed(bindings=bindings, lossy=lossy)
+
+
+class SessionStore:
+    """Host session key -> :class:`SessionBinding`, persisted in ``sessions.json``.
+
+    ``get`` and ``all`` read the copy loaded at construction (and refreshed by
+    every write); ``set`` and ``delete`` write through at once. ``warn``
+    receives every problem found in the file.
+    """
+
+    def __init__(self, path: Path, *, warn: Warn | None = None) -> None:
+        self.path = path
+        self._warn = warn or _ignore
+        self._cache: dict[str, SessionBinding] = {}
+        #: Keys this process changed (``None`` = deleted) and has not yet
+        #: written: only these are overlaid on the file's current content.
+        self._dirty: dict[str, SessionBinding | None] = {}
+        self.reload()
+
+    @classmethod
+    def in_state_dir(cls, state_dir: Path, *, warn: Warn | None = None) -> SessionStore:
+        return cls(state_dir / STORE_FILE, warn=warn)
+
+    # -- reading -----------------------------------------------------------------
+
+    def _read_locked(self, warn: Warn) -> _Narrowed:
+        """The file's bindings; the caller holds the lock. A file that is not a
+        store is moved aside (it is kept, never overwritten) and that is always
+        reported; ``warn`` only receives the per-entry problems."""
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return _Narrowed(bindings={})
+        except OSError as exc:
+            raise StoreError(f"cannot read the session store {self.path}: {exc}") from exc
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            moved = fsutil.quarantine(self.path)
+            self._warn(f"session store: {self.path} is not valid JSON ({exc}); moved it to {moved} and starting empty")
+            return _Narrowed(bindings={})
+        narrowed = _narrow(doc, self.path, warn)
+        if narrowed is None:
+            moved = fsutil.quarantine(self.path)
+            self._warn(f"session store: {self.path} is not a session store; moved it to {moved} and starting empty")
+            return _Narrowed(bindings={})
+        return narrowed
+
+    def reload(self) -> None:
+        """Re-read the file (keeping this process's unwritten changes on top)."""
+        with fsutil.locked(self.path):
+            narrowed = self._read_locked(self._warn)
+        self._cache = dict(narrowed.bindings)
+        self._apply_dirty(self._cache)
+
+    def get(self, key: str) -> SessionBinding | None:
+        return self._cache.get(key)
+
+    def all(self) -> dict[str, SessionBinding]:
+        return dict(self._cache)
+
+    def __len__(self) -> int:
+        return len(self._cache)
+
+    # -- writing -----------------------------------------------------------------
+
+    def set(self, key: str, binding: SessionBinding) -> None:
+        """Bind ``key`` and write the store."""
+        self._cache[key] = binding
+        self._dirty[key] = binding
+        self.flush()
+
+    def delete(self, key: str) -> bool:
+        """Forget ``key``; ``False`` when it was not bound."""
+        existed = self._cache.pop(key, None) is not None
+        self._dirty[key] = None
+        self.flush()
+        return existed
+
+    def _apply_dirty(self, bindings: dict[str, SessionBinding]) -> None:
+        for key, binding in self._dirty.items():
+            if binding is None:
+                bindings.pop(key, None)
+            else:
+                bindings[key] = binding
+
+    def flush(self) -> None:
+        """Write the keys this process changed, merged into the file's current
+        content. Problems already reported when the file was loaded are not
+        reported twice; the original is moved aside before a lossy rewrite."""
+        if not self._dirty:
+            return
+        with fsutil.locked(self.path):
+            narrowed = self._read_locked(_ignore)
+            if narrowed.lossy and self.path.exists():
+                moved = fsutil.quarantine(self.path)
+                self._warn(f"session store: kept the original {self.path.name} as {moved} before rewriting it")
+            merged = dict(narrowed.bindings)
+            self._apply_dirty(merged)
+            doc = {"version": STORE_VERSION, "bindings": {k: merged[k] for k in sorted(merged)}}
+            fsutil.write_atomic(self.path, msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
+        self._dirty.clear()
+        self._cache = merged
+
+
+class StoreError(Exception):
+    """A state file exists but cannot be read (permissions, I/O error)."""
+
+
+class StateFile:
+    """A small JSON object on disk that is read, changed and written back
+    atomically under a lock, for facts an engine keeps between runs.
+
+    Engines keep their files under :attr:`agy_host.engines.EngineContext.state_dir`.
+    The ACP engine, for example, remembers per agent whether ``session/cancel``
+    is supported, so a later run does not probe again::
+
+        agents = StateFile(ctx.state_dir / "agents.json", warn=ctx.warn)
+        facts = agents.read()                       # {} when absent
+        with agents.edit() as data:                 # lock, re-read, write on exit
+            data.setdefault(agent_key, {})["cancel"] = "unsupported"
+
+    The root is always a JSON object. A file that is not valid JSON, or whose
+    root is not an object, is moved aside (kept for inspection, reported through
+    ``warn``) and treated as empty; it is never silently overwritten. Changes
+    made inside :meth:`edit` are written only when the block exits without an
+    exception, and the re-read under the lock means two processes editing
+    different keys both keep their change.
+    """
+
+    def __init__(self, path: Path, *, warn: Warn | None = None) -> None:
+        self.path = path
+        self._warn = warn or _ignore
+
+    def _read_locked(self) -> dict[str, Any]:
+        try:
+            data = self.path.read_bytes()
+        except FileNotFoundError:
+            return {}
+        try:
+            doc = json.loads(data.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            moved = fsutil.quarantine(self.path)
+            self._warn(f"{self.path} is not valid JSON ({exc}); moved it to {moved} and starting empty")
+            return {}
+        if not isinstance(doc, dict):
+            moved = fsutil.quarantine(self.path)
+            self._warn(f"{self.path} does not hold a JSON object; moved it to {moved} and starting empty")
+            return {}
+        return doc
+
+    def read(self) -> dict[str, Any]:
+        """The current content (``{}`` when absent or unreadable)."""
+        with fsutil.locked(self.path):
+            return self._read_locked()
+
+    @contextlib.contextmanager
+    def edit(self) -> Iterator[dict[str, Any]]:
+        """Lock, read, let the caller change the dict in place, write it back."""
+        with fsutil.locked(self.path):
+            data = self._read_locked()
+            yield data
+            fsutil.write_atomic(self.path, json.dumps(data, indent=2, sort_keys=True).encode("utf-8") + b"\n")
+
+    def update(self, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Merge ``changes`` into the top level and write; return the result."""
+        with self.edit() as data:
+            data.update(changes)
+            return dict(data)
+
+
+__all__ = [
+    "STORE_FILE",
+    "STORE_VERSION",
+    "SessionBinding",
+    "SessionStore",
+    "StateFile",
+    "StoreError",
+    "utc_now",
+]

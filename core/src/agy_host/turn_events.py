@@ -1,0 +1,207 @@
+"""Per-turn state and the Activity -> HostEvent mapping of the turn layer.
+
+Kept apart from :mod:`agy_host.turn_layer` (which sequences turns, parks and
+bindings) because this is the part renderers depend on: a tool call sent
+twice stays one card updated in place, its duration runs from its first
+start, permission answers are counted for exit code 5, usage is kept for
+``TurnEnded``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+
+from agy_host.events import (
+    Activity,
+    FileDiff,
+    HostEvent,
+    Notice,
+    NoticeActivity,
+    PermissionActivity,
+    PermissionAnswered,
+    TextActivity,
+    TextDelta,
+    ThoughtActivity,
+    ThoughtDelta,
+    ToolCard,
+    ToolDoneActivity,
+    ToolErrorActivity,
+    ToolStartActivity,
+    ToolUseRequested,
+    UsageActivity,
+    UsageCounts,
+    UsageReport,
+)
+from agy_host.store import SessionBinding
+from agy_host.turns import TurnHandle
+
+Emit = Callable[[HostEvent], None]
+
+
+class ToolCardState(msgspec.Struct, kw_only=True):
+    started_at: float
+    card: ToolCard
+
+
+class TurnState:
+    """What the layer remembers about the turn it is running, across parks."""
+
+    def __init__(self, *, session: str, key: str, cwd: str, binding: SessionBinding | None, started_at: float) -> None:
+        self.session = session
+        self.key = key
+        self.cwd = cwd
+        self.binding = binding
+        self.started_at = started_at
+        self.handle: TurnHandle | None = None
+        self.text: list[str] = []
+        self.usage: UsageCounts | None = None
+        self.cumulative: UsageCounts | None = None
+        self.cards: dict[str, ToolCardState] = {}
+        self.permission_requests = 0
+        self.permissions_refused = 0
+        self.leftover: list[Activity] = []
+        self.parked = False
+        #: The host tool call the turn is parked on.
+        self.handle_request: ToolUseRequested | None = None
+        self.message_count: int | None = None
+
+
+def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) -> None:
+    """Turn one Activity into HostEvents (``emit``) and update ``turn``."""
+    match activity:
+        case TextActivity(delta=delta):
+            if delta:
+                turn.text.append(delta)
+                emit(TextDelta(delta=delta))
+        case ThoughtActivity(delta=delta):
+            if delta:
+                emit(ThoughtDelta(delta=delta))
+        case ToolStartActivity():
+            _tool_start(turn, activity, now, emit)
+        case ToolDoneActivity():
+            _tool_end(
+                turn,
+                emit,
+                activity.call_id,
+                activity.name,
+                now,
+                status="denied" if activity.denied else "done",
+                output=activity.output,
+                args=activity.args,
+                kind=activity.kind,
+                diff=activity.diff,
+            )
+        case ToolErrorActivity():
+            _tool_end(
+                turn,
+                emit,
+                activity.call_id,
+                activity.name,
+                now,
+                status="denied" if activity.denied else "failed",
+                error=activity.message,
+            )
+        case UsageActivity():
+            turn.usage = activity.turn
+            turn.cumulative = activity.cumulative
+            emit(UsageReport(turn=activity.turn, cumulative=activity.cumulative))
+        case PermissionActivity():
+            turn.permission_requests += 1
+            if refused(activity):
+                turn.permissions_refused += 1
+            emit(
+                PermissionAnswered(
+                    call_id=activity.call_id,
+                    title=activity.title,
+                    options=activity.options,
+                    selected=activity.selected,
+                    policy=activity.policy,
+                    reason=activity.reason,
+                    is_question=activity.is_question,
+                )
+            )
+        case NoticeActivity():
+            emit(Notice(level=activity.level, message=activity.message, code=activity.code))
+        case _:
+            pass  # commands and future activity types: nothing to show
+
+
+def _tool_start(turn: TurnState, activity: ToolStartActivity, now: float, emit: Emit) -> None:
+    known = turn.cards.get(activity.call_id)
+    if known is not None:
+        # Agents resend a call: update the one card in place, keep its clock.
+        card = msgspec.structs.replace(
+            known.card,
+            name=activity.name or known.card.name,
+            kind=activity.kind if activity.kind != "other" else known.card.kind,
+            title=activity.title or known.card.title,
+            args=activity.args or known.card.args,
+            diff=activity.diff or known.card.diff,
+        )
+        if card == known.card:
+            return
+        known.card = card
+        emit(card)
+        return
+    card = ToolCard(
+        call_id=activity.call_id,
+        name=activity.name,
+        status="started",
+        kind=activity.kind,
+        title=activity.title,
+        args=activity.args,
+        diff=activity.diff,
+    )
+    turn.cards[activity.call_id] = ToolCardState(started_at=now, card=card)
+    emit(card)
+
+
+def _tool_end(
+    turn: TurnState,
+    emit: Emit,
+    call_id: str,
+    name: str,
+    now: float,
+    *,
+    status: Literal["done", "failed", "denied"],
+    output: str = "",
+    error: str = "",
+    args: dict[str, Any] | None = None,
+    kind: str = "other",
+    diff: FileDiff | None = None,
+) -> None:
+    known = turn.cards.get(call_id)
+    base = known.card if known is not None else ToolCard(call_id=call_id, name=name, status="started", kind=kind)
+    card = msgspec.structs.replace(
+        base,
+        name=name or base.name,
+        status=status,
+        kind=kind if kind != "other" else base.kind,
+        args=args or base.args,
+        output=output,
+        error=error,
+        diff=diff or base.diff,
+        duration_s=(now - known.started_at) if known is not None else None,
+    )
+    if known is not None:
+        known.card = card
+    else:
+        turn.cards[call_id] = ToolCardState(started_at=now, card=card)
+    emit(card)
+
+
+def refused(activity: PermissionActivity) -> bool:
+    """A permission request counts as refused when it was cancelled or the
+    chosen option is a reject."""
+    if activity.selected is None:
+        return True
+    for option in activity.options:
+        if option.option_id == activity.selected:
+            return option.kind.startswith("reject")
+    return False
+
+
+__all__ = ["Emit", "ToolCardState", "TurnState", "map_activity", "refused"]

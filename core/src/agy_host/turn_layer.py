@@ -1,0 +1,506 @@
+"""The engine-agnostic turn layer: one host turn from prompt to ``TurnEnded``.
+
+It sits between whoever asks for a turn (the CLI, a script) and the selected
+engine's :class:`~agy_host.turns.TurnDriver`:
+
+* finds the session's agent conversation in the store (per-engine key);
+* assembles the prompt from the ``agy_host_prompt_parts`` hook (system parts
+  only for a new conversation, so the agent's prompt cache keeps hitting);
+* maps the engine's Activities to HostEvents for the renderer and the
+  ``agy_host_render_event`` hook: a tool call sent twice stays one card, a
+  turn that streamed nothing still shows its response, usage is reported as
+  absent when the agent said nothing;
+* stores the conversation binding whenever the outcome names one, also for
+  failed and aborted turns, so Ctrl-C never loses a session;
+* turns the outcome into an exit code.
+
+A host tool call (G9) ends :meth:`TurnLayer.run_turn` with stop reason
+``tool_use`` *without* closing the agent's turn; after the host ran the tool
+and delivered its result, :meth:`TurnLayer.continue_turn` re-enters the same
+agent turn and goes on reading.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import msgspec
+import trio
+
+from agy_host.cli.exit_codes import ExitCode
+from agy_host.events import (
+    BridgeCallActivity,
+    ErrorKind,
+    HostEvent,
+    Notice,
+    OutcomeActivity,
+    StopReason,
+    TextDelta,
+    ToolUseRequested,
+    TurnEnded,
+    TurnStarted,
+    UsageCounts,
+)
+from agy_host.prompt import PromptBlock, ResourceBlock, TextBlock, prompt_text
+from agy_host.prompt_parts import PromptContext, PromptPart
+from agy_host.store import SessionBinding, SessionStore, utc_now
+from agy_host.tools import HostTool, ToolResult
+from agy_host.turn_events import TurnState, map_activity
+from agy_host.turns import TurnDriver, TurnHandle, TurnRequest
+
+if TYPE_CHECKING:
+    from agy_host.config import Config
+    from agy_host.engines import Engine
+    from agy_host.plugins import Plugins
+
+#: Between the system block, the host context and the user's part of a prompt.
+PROMPT_SEPARATOR = "\n\n---\n\n"
+NO_TURN_RUNNING = "tool result arrived but no turn is running"
+
+EventSink = Callable[[HostEvent], None]
+
+
+@runtime_checkable
+class ToolResultSink(Protocol):
+    """Who can hand a host tool's result back to the agent's parked call:
+    the bridge service, or an engine driver that parks turns itself.
+
+    ``deliver_tool_result`` returns ``False`` when it knows no such call (it
+    timed out, or belongs to another bridge).
+    """
+
+    def deliver_tool_result(self, call_id: str, result: ToolResult) -> bool: ...
+
+
+class TurnLayerError(Exception):
+    """The turn layer was used out of order (a turn is already parked)."""
+
+
+class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How one pass of a turn ended, for the CLI and for scripts."""
+
+    session: str
+    stop_reason: StopReason
+    exit_code: int
+    duration_s: float
+    conversation_id: str | None = None
+    response: str = ""
+    error: str = ""
+    error_kind: ErrorKind | None = None
+    usage: UsageCounts | None = None
+    #: Set when ``stop_reason == "tool_use"``: the host tool to run.
+    tool_use: ToolUseRequested | None = None
+    permission_requests: int = 0
+    permissions_refused: int = 0
+
+
+def exit_code_for(
+    stop_reason: StopReason, error_kind: ErrorKind | None, permission_requests: int = 0, permissions_refused: int = 0
+) -> int:
+    """The documented exit code of a finished turn.
+
+    Interruption and timeouts say more than "the agent gave up because it was
+    not allowed", which in turn says more than a generic error.
+    """
+    if stop_reason == "aborted":
+        return ExitCode.INTERRUPTED
+    if stop_reason == "error" and error_kind in ("timeout", "inactivity"):
+        return ExitCode.TIMEOUT
+    if permission_requests > 0 and permissions_refused == permission_requests:
+        return ExitCode.PERMISSION_DENIED
+    if stop_reason == "error":
+        return ExitCode.ERROR
+    return ExitCode.OK
+
+
+def assemble_prompt(
+    parts: Sequence[PromptPart],
+    prompt: Sequence[PromptBlock],
+    *,
+    new_conversation: bool,
+    resources: bool,
+    uri_suffix: str = "0",
+) -> list[PromptBlock]:
+    """The blocks a turn sends: ``system`` parts (new conversations only),
+    ``context`` parts as resources or inline, ``before``/``after`` around the
+    user's text, then the user's non-text blocks in their order.
+
+    The system block comes first and is never touched, so it stays
+    byte-identical for the life of the agent conversation (G10).
+    """
+    system = [p.text for p in parts if p.where == "system" and p.text] if new_conversation else []
+    context = [p for p in parts if p.where == "context" and p.text]
+    before = [p.text for p in parts if p.where == "before" and p.text]
+    after = [p.text for p in parts if p.where == "after" and p.text]
+    blocks: list[PromptBlock] = []
+    sections: list[str] = []
+    if system:
+        sections.append("\n\n".join(system))
+    if resources:
+        for i, part in enumerate(context):
+            # The suffix changes every turn so a de-duplicating agent cannot
+            # serve a stale digest for a reused URI.
+            blocks.append(ResourceBlock(uri=part.uri or f"urn:agy-host:context/{uri_suffix}/{i}", text=part.text))
+    elif context:
+        sections.append("\n\n".join(p.text for p in context))
+    user_text = "\n\n".join(t for t in [*before, prompt_text(list(prompt)), *after] if t)
+    if user_text:
+        sections.append(user_text)
+    if sections:
+        blocks.append(TextBlock(text=PROMPT_SEPARATOR.join(sections)))
+    blocks.extend(b for b in prompt if not isinstance(b, TextBlock))
+    return blocks
+
+
+class TurnLayer:
+    """Runs host turns on one engine's driver. One turn at a time."""
+
+    def __init__(
+        self,
+        *,
+        engine: Engine,
+        driver: TurnDriver,
+        store: SessionStore,
+        plugins: Plugins,
+        config: Config,
+        sink: EventSink | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> None:
+        self.engine = engine
+        self.driver = driver
+        self.store = store
+        self.plugins = plugins
+        self.config = config
+        self._sink = sink
+        self._warn = warn or (lambda _m: None)
+        self._turn: TurnState | None = None
+        self._abort_reason: str | None = None
+        self._failed_hooks: set[str] = set()
+
+    # -- state -------------------------------------------------------------------
+
+    @property
+    def parked(self) -> bool:
+        """True while a turn waits for a host tool result."""
+        return self._turn is not None and self._turn.parked
+
+    @property
+    def handle(self) -> TurnHandle | None:
+        return self._turn.handle if self._turn is not None else None
+
+    def abort(self, reason: str = "user") -> None:
+        """Abort the running turn; a turn not started yet is aborted as soon
+        as its handle exists (Ctrl-C during the agent's start-up)."""
+        self._abort_reason = reason
+        handle = self.handle
+        if handle is not None:
+            handle.abort(reason)
+
+    # -- events --------------------------------------------------------------------
+
+    def emit(self, event: HostEvent) -> None:
+        """To the renderer, then to every render hook. Neither may kill the
+        turn: a failure is reported once and that consumer is dropped."""
+        if self._sink is not None:
+            try:
+                self._sink(event)
+            except Exception as exc:
+                self._sink = None
+                self._warn(f"the renderer failed ({type(exc).__name__}: {exc}); output stops, the turn goes on")
+        self.plugins.render_event(event, skip=self._failed_hooks, on_error=self._hook_failed)
+
+    def _hook_failed(self, plugin: str, exc: BaseException) -> None:
+        self._warn(
+            f"plugin {plugin!r} failed in agy_host_render_event ({type(exc).__name__}: {exc}); "
+            "it is skipped for the rest of this turn"
+        )
+
+    # -- running ---------------------------------------------------------------------
+
+    async def run_turn(
+        self,
+        session: str,
+        prompt: Sequence[PromptBlock],
+        *,
+        cwd: str,
+        model: str | None = None,
+        effort: str | None = None,
+        mode: str | None = None,
+        skip_permissions: bool | None = None,
+        timeout_s: float | None = None,
+        inactivity_s: float | None = None,
+        message_count: int | None = None,
+    ) -> TurnResult:
+        """Run one turn on ``session``; flags given here win over the config."""
+        if self.parked:
+            raise TurnLayerError("a turn is parked on a host tool call; continue or abort it first")
+        self._failed_hooks = set()
+        key = self.engine.store_key(session)
+        binding = self.store.get(key)
+        turn = TurnState(session=session, key=key, cwd=cwd, binding=binding, started_at=trio.current_time())
+        turn.message_count = message_count
+        self._turn = turn
+        cfg = self.config
+        mode = mode or cfg.mode or None
+        request = TurnRequest(
+            session=session,
+            prompt=self._prompt(session, list(prompt), cwd=cwd, binding=binding),
+            cwd=cwd,
+            conversation_id=binding.conversation_id if binding else None,
+            model=model or cfg.model or None,
+            effort=effort or cfg.effort or None,
+            mode=mode,
+            skip_permissions=cfg.skip_permissions if skip_permissions is None else skip_permissions,
+            timeout_s=cfg.turn.timeout_minutes * 60 if timeout_s is None else timeout_s,
+            inactivity_s=cfg.turn.inactivity_minutes * 60 if inactivity_s is None else inactivity_s,
+        )
+        started = TurnStarted(
+            session=session,
+            engine=self.engine.ENGINE_NAME,
+            agent=self.engine.agent_label(),
+            model=request.model or "",
+            conversation_id=request.conversation_id,
+            sandbox=self.engine.sandbox,
+        )
+        if binding is not None and binding.agent and binding.agent != self.engine.agent_label():
+            started_notice: Notice | None = Notice(
+                level="warning",
+                message=f"session {session!r} was bound to agent {binding.agent!r}; resuming it with "
+                f"{self.engine.agent_label()!r}",
+            )
+        else:
+            started_notice = None
+        if mode == "plan" and not self.engine.capabilities.plan_mode:
+            self.emit(started)
+            return self._fail(turn, f"the {self.engine.ENGINE_NAME} engine has no plan mode; use another mode", "usage")
+        try:
+            handle = await self.driver.run(request)
+        except Exception as exc:
+            self.emit(started)
+            return self._fail(turn, f"the agent could not start the turn: {type(exc).__name__}: {exc}", "internal")
+        turn.handle = handle
+        if self._abort_reason is not None:
+            handle.abort(self._abort_reason)
+        self.emit(started)
+        if started_notice is not None:
+            self.emit(started_notice)
+        return await self._read(turn)
+
+    async def continue_turn(self) -> TurnResult:
+        """Re-enter the parked turn after its host tool result was delivered."""
+        turn = self._turn
+        handle: TurnHandle | None = None
+        if turn is not None and turn.parked:
+            handle = self.driver.reentry()
+            if (
+                handle is None
+                and turn.handle is not None
+                and (turn.handle.closed or turn.handle.abort_requested.is_set())
+            ):
+                handle = turn.handle  # it settled while parked: read its outcome
+        if turn is None or handle is None:
+            if turn is None:
+                turn = TurnState(session="", key="", cwd="", binding=None, started_at=trio.current_time())
+            turn.parked = False
+            self._turn = None
+            return self._fail(turn, NO_TURN_RUNNING, "internal")
+        turn.parked = False
+        turn.handle = handle
+        self.driver.kick_idle()
+        return await self._read(turn)
+
+    async def resolve_tool_use(self, tools: Mapping[str, HostTool], sinks: Sequence[ToolResultSink]) -> TurnResult:
+        """Run the host tool the parked turn asked for, hand its result to the
+        first sink that knows the call, and continue the turn.
+
+        A tool that raises answers the agent with an error result (the agent
+        decides what to do with it). When no sink takes the result the agent's
+        call cannot be answered, so the turn is aborted rather than left to
+        hang until its park times out.
+        """
+        turn = self._turn
+        if turn is None or not turn.parked or turn.handle is None:
+            return await self.continue_turn()
+        request = turn.handle_request
+        assert request is not None
+        tool = tools.get(request.name)
+        if tool is None:
+            result = ToolResult(text=f"host tool {request.name!r} is not available in this agy-host", is_error=True)
+        else:
+            try:
+                result = await tool.call(dict(request.args))
+            except Exception as exc:
+                result = ToolResult(
+                    text=f"host tool {request.name!r} failed: {type(exc).__name__}: {exc}", is_error=True
+                )
+        delivered = False
+        for sink in sinks:
+            try:
+                delivered = sink.deliver_tool_result(request.call_id, result)
+            except Exception as exc:
+                self._warn(f"delivering the result of {request.name!r} failed: {type(exc).__name__}: {exc}")
+            if delivered:
+                break
+        if not delivered:
+            self.emit(
+                Notice(
+                    level="error",
+                    message=f"the result of host tool {request.name!r} could not be delivered to the agent; "
+                    "aborting the turn",
+                )
+            )
+            turn.handle.abort("host tool result could not be delivered")
+        return await self.continue_turn()
+
+    def _prompt(
+        self, session: str, prompt: list[PromptBlock], *, cwd: str, binding: SessionBinding | None
+    ) -> list[PromptBlock]:
+        new = binding is None
+        ctx = PromptContext(
+            session=session,
+            engine=self.engine.ENGINE_NAME,
+            cwd=cwd,
+            new_conversation=new,
+            user_text=prompt_text(prompt),
+        )
+
+        def failed(plugin: str, exc: BaseException) -> None:
+            self._warn(
+                f"plugin {plugin!r} failed in agy_host_prompt_parts ({type(exc).__name__}: {exc}); "
+                "its parts are left out"
+            )
+
+        parts = self.plugins.prompt_parts(ctx, on_error=failed)
+        if not parts:
+            return prompt
+        suffix = f"{session}/{binding.last_message_count if binding else 0}-{utc_now()}"
+        return assemble_prompt(
+            parts, prompt, new_conversation=new, resources=self.engine.capabilities.resources, uri_suffix=suffix
+        )
+
+    # -- reading ---------------------------------------------------------------------
+
+    async def _read(self, turn: TurnState) -> TurnResult:
+        handle = turn.handle
+        assert handle is not None
+        while True:
+            batch, turn.leftover = (turn.leftover, []) if turn.leftover else (await handle.next_batch(), [])
+            if not batch:
+                # Closed without an outcome in the queue: only a broken engine does that.
+                outcome = handle.outcome or OutcomeActivity(
+                    status="error",
+                    stop_reason="error",
+                    error="the engine ended the turn without an outcome",
+                    error_kind="internal",
+                )
+                return self._finish(turn, outcome)
+            for i, activity in enumerate(batch):
+                if isinstance(activity, OutcomeActivity):
+                    return self._finish(turn, activity)
+                if isinstance(activity, BridgeCallActivity):
+                    turn.leftover = batch[i + 1 :]
+                    return self._park(turn, activity)
+                map_activity(turn, activity, self.emit, trio.current_time())
+
+    def _park(self, turn: TurnState, activity: BridgeCallActivity) -> TurnResult:
+        turn.parked = True
+        event = ToolUseRequested(call_id=activity.call_id, name=activity.name, args=activity.args)
+        turn.handle_request = event
+        self.emit(event)
+        return TurnResult(
+            session=turn.session,
+            stop_reason="tool_use",
+            exit_code=ExitCode.OK,
+            duration_s=trio.current_time() - turn.started_at,
+            conversation_id=turn.binding.conversation_id if turn.binding else None,
+            response="".join(turn.text),
+            usage=turn.usage,
+            tool_use=event,
+            permission_requests=turn.permission_requests,
+            permissions_refused=turn.permissions_refused,
+        )
+
+    def _finish(self, turn: TurnState, outcome: OutcomeActivity) -> TurnResult:
+        self._turn = None
+        self._abort_reason = None
+        if outcome.conversation_id:
+            self._bind(turn, outcome.conversation_id)
+        streamed = "".join(turn.text)
+        if not streamed and outcome.response:
+            self.emit(TextDelta(delta=outcome.response))
+        stop: StopReason = outcome.stop_reason if outcome.stop_reason != "tool_use" else "stop"
+        if outcome.aborted:
+            stop = "aborted"
+        duration = trio.current_time() - turn.started_at
+        response = outcome.response or streamed
+        self.emit(
+            TurnEnded(
+                stop_reason=stop,
+                duration_s=duration,
+                conversation_id=outcome.conversation_id,
+                response=response,
+                error=outcome.error,
+                error_kind=outcome.error_kind,
+                agent_stop_reason=outcome.agent_stop_reason,
+                usage=turn.usage,
+                cumulative_usage=turn.cumulative,
+            )
+        )
+        return TurnResult(
+            session=turn.session,
+            stop_reason=stop,
+            exit_code=exit_code_for(stop, outcome.error_kind, turn.permission_requests, turn.permissions_refused),
+            duration_s=duration,
+            conversation_id=outcome.conversation_id or (turn.binding.conversation_id if turn.binding else None),
+            response=response,
+            error=outcome.error,
+            error_kind=outcome.error_kind,
+            usage=turn.usage,
+            permission_requests=turn.permission_requests,
+            permissions_refused=turn.permissions_refused,
+        )
+
+    def _fail(self, turn: TurnState, message: str, kind: ErrorKind) -> TurnResult:
+        """End a turn the engine never ran (or lost) as a visible error."""
+        outcome = OutcomeActivity(status="error", stop_reason="error", error=message, error_kind=kind)
+        return self._finish(turn, outcome)
+
+    def _bind(self, turn: TurnState, conversation_id: str) -> None:
+        prev = turn.binding
+        if turn.message_count is not None:
+            count = turn.message_count
+        elif prev is not None and prev.conversation_id == conversation_id:
+            count = prev.last_message_count
+        else:
+            count = 0
+        binding = SessionBinding(
+            conversation_id=conversation_id,
+            engine=self.engine.ENGINE_NAME,
+            agent=self.engine.agent_label(),
+            cwd=turn.cwd,
+            updated_at=utc_now(),
+            last_message_count=count,
+        )
+        try:
+            self.store.set(turn.key, binding)
+        except Exception as exc:
+            self.emit(
+                Notice(
+                    level="error",
+                    message=f"could not save session {turn.session!r} (conversation {conversation_id}): {exc}",
+                )
+            )
+
+
+__all__ = [
+    "NO_TURN_RUNNING",
+    "PROMPT_SEPARATOR",
+    "EventSink",
+    "ToolResultSink",
+    "TurnLayer",
+    "TurnLayerError",
+    "TurnResult",
+    "assemble_prompt",
+    "exit_code_for",
+]
