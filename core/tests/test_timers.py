@@ -46,7 +46,8 @@ async def test_inactivity_fires_after_the_last_output(autojump_clock: trio.testi
 
     timers = TurnTimers(overall_s=0, inactivity_s=5)
     took = await _run_turn(timers, chatty_then_silent)
-    assert took == pytest.approx(12 + 5)
+    # touch() is a flag the watcher samples every 1/8 of the budget
+    assert 12 + 5 <= took <= 12 + 5 * 9 / 8
     assert timers.expired() == "inactivity"
 
 

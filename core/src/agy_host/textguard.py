@@ -51,13 +51,17 @@ class CumulativeGuard:
         if not chunk:
             return ""
         if not self.cumulative:
-            if self._len >= FLIP_THRESHOLD and len(chunk) > self._len and chunk.startswith(self.text):
+            size = self._len
+            if size >= FLIP_THRESHOLD and len(chunk) > size and chunk.startswith(self.text):
                 self.cumulative = True
                 self.flips += 1
-                delta = chunk[self._len :]
+                delta = chunk[size:]
                 self._append(delta)
                 return delta
-            self._append(chunk)
+            # the hot path (a plain delta), inlined
+            self._parts.append(chunk)
+            self._len = size + len(chunk)
+            self._joined = None
             return chunk
         acc = self.text
         if chunk.startswith(acc):

@@ -52,6 +52,7 @@ class TurnTimers:
         self._remaining = overall_s if overall_s > 0 else math.inf
         self._deadline: float | None = None
         self._last = 0.0
+        self._touched = False
         self._changed = trio.Event()
 
     # -- state -----------------------------------------------------------------
@@ -87,8 +88,13 @@ class TurnTimers:
         self._poke()
 
     def touch(self) -> None:
-        """The agent said something: the inactivity clock restarts."""
-        self._last = trio.current_time()
+        """The agent said something: the inactivity clock restarts.
+
+        Called for every chunk, so it only sets a flag; the watcher turns the
+        flag into a timestamp when it next looks (every 1/8 of the budget), so
+        silence is detected within 9/8 of the budget at worst.
+        """
+        self._touched = True
 
     def pause(self) -> None:
         """Park: stop the inactivity clock and freeze the remaining budget."""
@@ -134,17 +140,22 @@ class TurnTimers:
         """Cancel :attr:`scope` when the agent stays silent for too long."""
         if self.inactivity_s <= 0:
             return
+        step = self.inactivity_s / 8
         while not self._stopped:
             if not self._armed or self._parks > 0:
                 await self._changed.wait()
+                self._touched = False
                 continue
-            due = self._last + self.inactivity_s
             now = trio.current_time()
+            if self._touched:
+                self._touched = False
+                self._last = now
+            due = self._last + self.inactivity_s
             if now >= due:
                 self.fired = "inactivity"
                 self.scope.cancel()
                 return
-            with trio.move_on_at(due):
+            with trio.move_on_at(min(due, now + step)):
                 await self._changed.wait()
 
 

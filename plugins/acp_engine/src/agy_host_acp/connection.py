@@ -32,6 +32,7 @@ from agy_host_acp import schema as s
 from agy_host_acp.jsonrpc import (
     AUTH_REQUIRED,
     METHOD_NOT_FOUND,
+    FastPath,
     JsonRpcConnection,
     JsonRpcError,
 )
@@ -153,6 +154,7 @@ class AcpConnection:
                 on_notification=self._notification,
                 on_request=self._request_from_agent,
                 on_protocol_error=self._protocol_error,
+                fast_path=FastPath(marker=s.UPDATE_MARKER, decoder=s.update_line_decoder, handler=self._fast_update),
             )
             self.log.add("spawn", pid=self.proc.pid, command=self.spec.label)
             await nursery.start(self.rpc.run)
@@ -327,19 +329,27 @@ class AcpConnection:
 
     # -- traffic from the agent -------------------------------------------------------
 
+    def _fast_update(self, message: s.UpdateNotification) -> None:
+        if message.method != "session/update":
+            self.log.add("notification", method=message.method)
+            return
+        self._route_update(message.params.session_id, message.params.update)
+
+    def _route_update(self, sid: str | None, update: s.Update) -> None:
+        if sid is None:
+            sid = self.last_session
+        if sid in self._loading:
+            self.replayed += 1
+            return
+        listener = self.listeners.get(sid) if sid is not None else None
+        if listener is None:
+            self.dropped += 1
+            return
+        listener.on_update(update)
+
     def _notification(self, method: str, params: msgspec.Raw) -> None:
         if method == "session/update":
-            sid, update = s.decode_session_update(params)
-            if sid is None:
-                sid = self.last_session
-            if sid in self._loading:
-                self.replayed += 1
-                return
-            listener = self.listeners.get(sid) if sid is not None else None
-            if listener is None:
-                self.dropped += 1
-                return
-            listener.on_update(update)
+            self._route_update(*s.decode_session_update(params))
             return
         self.log.add("notification", method=method)
 

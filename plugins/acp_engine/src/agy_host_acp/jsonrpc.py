@@ -105,6 +105,19 @@ class _Pending:
         self.error: BaseException | None = None
 
 
+class FastPath(msgspec.Struct, frozen=True):
+    """A typed single-pass decoder for the one notification that floods.
+
+    Lines containing ``marker`` are first decoded with ``decoder`` straight
+    into their final struct and handed to ``handler``; a line that does not
+    fit falls back to the generic envelope path, so nothing is lost.
+    """
+
+    marker: bytes
+    decoder: Any
+    handler: Callable[[Any], None]
+
+
 NotificationHandler = Callable[[str, msgspec.Raw], None]
 RequestHandler = Callable[[str, msgspec.Raw], Awaitable[Any]]
 ErrorHandler = Callable[[str, bytes], None]
@@ -161,12 +174,14 @@ class JsonRpcConnection:
         on_request: RequestHandler,
         on_protocol_error: ErrorHandler,
         max_line: int = MAX_LINE_BYTES,
+        fast_path: FastPath | None = None,
     ) -> None:
         self._send = send
         self._receive = receive
         self._on_notification = on_notification
         self._on_request = on_request
         self._on_protocol_error = on_protocol_error
+        self._fast = fast_path
         self._buffer = LineBuffer(max_line)
         self._ids = itertools.count(0)
         self._pending: dict[int | str, _Pending] = {}
@@ -215,6 +230,15 @@ class JsonRpcConnection:
 
     def _dispatch(self, line: bytes) -> None:
         self.received += 1
+        fast = self._fast
+        if fast is not None and fast.marker in line:
+            try:
+                message = fast.decoder.decode(line)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                pass  # not the shape the fast path knows: the generic path decides
+            else:
+                fast.handler(message)
+                return
         try:
             env = self._decoder.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -333,6 +357,7 @@ __all__ = [
     "MAX_LINE_BYTES",
     "METHOD_NOT_FOUND",
     "ConnectionClosed",
+    "FastPath",
     "JsonRpcConnection",
     "JsonRpcError",
     "LineBuffer",

@@ -289,6 +289,18 @@ class SessionNotification(_Wire, kw_only=True):
     update: KnownUpdate
 
 
+class UpdateNotification(msgspec.Struct, kw_only=True):
+    """A whole ``session/update`` JSON-RPC line, decoded in one pass (the hot path)."""
+
+    method: str
+    params: SessionNotification
+
+
+#: What identifies a ``session/update`` line cheaply before decoding it.
+UPDATE_MARKER = b'"session/update"'
+update_line_decoder = msgspec.json.Decoder(UpdateNotification)
+
+
 class _LooseNotification(_Wire, kw_only=True):
     session_id: str | None = None
     update: Any = None
