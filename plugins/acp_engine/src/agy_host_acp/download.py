@@ -40,6 +40,8 @@ CHUNK = 256 * 1024
 #: A socket read that stalls this long counts as an interruption.
 READ_TIMEOUT = 30.0
 ATTEMPTS = 3
+#: Clean restarts (a refused or mismatched range) before giving up.
+_MAX_RESTARTS = 2
 _NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 _CONTENT_RANGE = re.compile(r"^bytes (\d+)-(\d+)/(\d+|\*)$")
 
@@ -168,8 +170,11 @@ async def download(
         # A partial download of something else: never append to it.
         discard(part)
     failures = 0
+    restarts = 0
     last_reason = ""
     while True:
+        if restarts > _MAX_RESTARTS:
+            raise DownloadError(f"cannot download {url}: the server keeps answering ranges it was not asked for")
         offset = _size(part)
         if expected_size and offset > expected_size:
             discard(part)
@@ -201,9 +206,12 @@ async def download(
             if expected_size and offset == expected_size:
                 hasher, offset = await trio.to_thread.run_sync(_hash_prefix, part)
                 return Downloaded(path=part, sha256=hasher.hexdigest(), size=offset, resumed=True)
+            if not offset:
+                raise DownloadError(f"cannot download {url}: HTTP 416 to a request without a range")
             progress.note("the server refused to resume this partial download; starting again")
             discard(part)
             meta = {}
+            restarts += 1
             continue
         try:
             result = await _transfer(
@@ -215,8 +223,8 @@ async def download(
             have = _size(part)
             if failures >= attempts:
                 raise DownloadError(
-                    f"the download was interrupted after {human(have)} ({last_reason}) {failures} times; "
-                    f"the partial download is kept at {part}: run the same command again to resume",
+                    f"the download was interrupted {failures} times (last: {last_reason}); the {human(have)} "
+                    f"received are kept in {part}: run the same command again to resume",
                     kept=part,
                 ) from exc
             progress.note(f"interrupted at {human(have)} ({last_reason}); resuming ({failures + 1} of {attempts})")
@@ -227,6 +235,7 @@ async def download(
             resp.close()
         if result is None:  # restart from zero requested by the transfer
             meta = {}
+            restarts += 1
             continue
         return result
 

@@ -98,7 +98,8 @@ def run_install(
         _out(f"  current -> {result.build}")
     for line in _engine_notes(opts.root, env):
         _out(f"  note: {line}")
-    _out("Next: agy-host acp-auth (sign in), then agy-host acp status")
+    _out("Next: agy-host acp-auth --method oauth-personal (sign in; `agy-host acp-auth` lists the other ways),")
+    _out("      then agy-host acp status")
     return OK
 
 

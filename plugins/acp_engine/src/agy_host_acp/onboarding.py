@@ -128,10 +128,15 @@ def resolve(config: Config, env: Mapping[str, str], agent: str | None) -> tuple[
     if spec.kind == "sandbox" and agent is None:
         tried = "; ".join(f"{p.source}: {p.path} ({p.result})" for p in spec.tried)
         return None, (
-            f"Antigravity's ACP server is not installed (tried: {tried}). "
-            "Install it first: agy-host acp install"
+            f"Antigravity's ACP server is not installed (tried: {tried}). Install it first: agy-host acp install"
         )
     return spec, ""
+
+
+def _who(spec: AgentSpec) -> str:
+    """How messages name the agent: a command line is too long (and may
+    carry arguments nobody wants echoed); a profile or Antigravity has a name."""
+    return spec.label if spec.kind in ("agy", "profile") else "the agent"
 
 
 def _state_line(check: AgentCheck) -> str:
@@ -218,13 +223,13 @@ async def _authenticate(
     try:
         async with open_agent(spec, config, env, on_notice=on_notice) as conn:
             fill_from(check, conn)
-            if not _offered(check, method, err):
-                return USAGE
             await session_probe(check, conn, env)
             if check.auth == "signed-in":
-                out(f"Already signed in: session/new works on {spec.label}. Nothing to do.")
+                out(f"Already signed in: session/new works on {_who(spec)}. Nothing to do.")
                 return OK
-            out(f"Asking {spec.label} to sign in with {method} (authenticate)...")
+            if not _offered(check, method, err):
+                return USAGE
+            out(f"Asking {_who(spec)} to sign in with {method} (authenticate)...")
             try:
                 await conn.authenticate(method, timeout=timeout if math.isfinite(timeout) else None)
             except AuthRequired as exc:
@@ -278,7 +283,7 @@ async def _settings_method(
     if not _offered(check, method, err):
         return USAGE
     path = settings_path(env)
-    out(f"{method}: {spec.label} selects this method from {path}, read when the server starts:")
+    out(f"{method}: {_who(spec)} selects this method from {path}, read when the server starts:")
     out(f"  {guide.shape}")
     for line in guide.how:
         out(f"  {line}")

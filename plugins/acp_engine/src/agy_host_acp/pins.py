@@ -70,14 +70,6 @@ class PinTable(msgspec.Struct, kw_only=True):
             return None
         return self.builds[key].archives.get(platform)
 
-    def find_sha(self, sha256: str) -> tuple[str, str] | None:
-        """(build, platform) of an archive pinned with ``sha256``."""
-        for key, build in self.builds.items():
-            for platform, pin in build.archives.items():
-                if pin.sha256 == sha256:
-                    return key, platform
-        return None
-
 
 def valid_sha256(text: str) -> bool:
     return bool(_SHA256.match(text))

@@ -71,7 +71,16 @@ async def open_agent(
             )
             holder.append(conn)
             try:
-                await conn.start(nursery)
+                try:
+                    await conn.start(nursery)
+                except ConnectionClosed as exc:
+                    # The reader often sees EOF before the exit is reaped; wait
+                    # for the exit so the user gets the code and stderr tail.
+                    with trio.CancelScope(shield=True):
+                        await conn.aclose()
+                    raise ConnectionClosed(
+                        f"{spec.label} exited before answering initialize ({conn.exit_detail or exc})"
+                    ) from exc
                 yield conn
             finally:
                 with trio.CancelScope(shield=True):

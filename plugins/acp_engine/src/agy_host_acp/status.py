@@ -67,14 +67,20 @@ class StatusReport(msgspec.Struct, kw_only=True):
 def _pin_state(build: layout.InstalledBuild, pins: PinTable) -> tuple[str, str]:
     if not build.sha256:
         return "not recorded", ""
-    platform = build.record.platform if build.record else ""
-    pin = pins.lookup(build.build, platform) if platform else None
-    if pin is None:
-        found = pins.find_sha(build.sha256)
-        if found is not None and pins.canonical(build.build) in (found[0], None):
-            return "matches pin", build.sha256
+    key = pins.canonical(build.build)
+    if key is None:
         return "no pin", ""
-    return ("matches pin" if pin.sha256 == build.sha256 else "differs from pin"), pin.sha256
+    archives = pins.builds[key].archives
+    if build.record is not None:
+        pin = archives.get(build.record.platform)
+        if pin is None:
+            return "no pin", ""
+        return ("matches pin" if pin.sha256 == build.sha256 else "differs from pin"), pin.sha256
+    # No install.json (an install made by hand): any platform's pin may match.
+    for pin in archives.values():
+        if pin.sha256 == build.sha256:
+            return "matches pin", pin.sha256
+    return "no pin", ""
 
 
 def gather(root: Path, pins: PinTable, config: Config, env: Mapping[str, str]) -> StatusReport:
@@ -169,7 +175,9 @@ async def probe(report: StatusReport, config: Config, env: Mapping[str, str]) ->
     check = await check_agent(spec, config, env)
     report.probe = check
     if check.error:
-        where = {"start": "cannot start", "initialize": "no answer to initialize"}.get(check.error_stage, "failed")
+        where = {"start": "cannot be started", "initialize": "did not complete initialize"}.get(
+            check.error_stage, "failed"
+        )
         report.problems.append(f"the server {where}: {check.error}")
     elif check.auth == "sign-in-required":
         report.problems.append("not signed in: run `agy-host acp-auth` (then `agy-host acp-auth --method ...`)")
