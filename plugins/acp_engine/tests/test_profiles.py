@@ -69,3 +69,10 @@ def test_profiles_and_commands_get_their_own_store_keys(tmp_path: Path) -> None:
     assert cmd.store_suffix.startswith("@acp:") and cmd.store_suffix != other.store_suffix
     with pytest.raises(AgentNotFound, match="cannot parse"):
         resolve_agent(cfg, dict(os.environ), "unterminated 'quote")
+
+
+def test_install_root_follows_agy_acp_home(tmp_path: Path) -> None:
+    binary = make_bin(tmp_path / "opt" / "current" / AGY_BINARY)
+    env = {"PATH": str(tmp_path / "none"), "HOME": str(tmp_path / "home"), "AGY_ACP_HOME": str(tmp_path / "opt")}
+    spec = resolve_agent(Config(), env, None)
+    assert spec.kind == "agy" and spec.command[0] == str(binary)

@@ -7,7 +7,8 @@ recorded so doctor can show why a binary was or was not found:
 1. ``AGY_ACP_BIN``
 2. ``acp.bin`` in config
 3. ``agy_acp_server.par`` on ``PATH``
-4. the install layout ``~/.local/opt/agy-acp/current/agy_acp_server.par``
+4. the install layout ``$AGY_ACP_HOME/current/agy_acp_server.par``
+   (default ``~/.local/opt/agy-acp``, where ``agy-host acp install`` puts it)
 
 On Linux the server gets ``--uid=`` (the registry's launch args), and
 ``ANTIGRAVITY_HARNESS_PATH`` points at the ``localharness_external`` next to the
@@ -94,8 +95,14 @@ def resolve_agy_binary(config: Config, env: Mapping[str, str]) -> tuple[Path | N
         tried.append(Probe(source="PATH", path=on_path, result="found"))
         return Path(on_path), tried, "PATH"
     tried.append(Probe(source="PATH", path=AGY_BINARY, result="not on PATH"))
+    root = env.get("AGY_ACP_HOME")
     home = env.get("HOME")
-    installed = Path(home) / ".local/opt/agy-acp/current" / AGY_BINARY if home else INSTALL_CURRENT.expanduser()
+    if root:
+        installed = Path(root).expanduser() / "current" / AGY_BINARY
+    elif home:
+        installed = Path(home) / ".local/opt/agy-acp/current" / AGY_BINARY
+    else:
+        installed = INSTALL_CURRENT.expanduser()
     if _executable(installed):
         tried.append(Probe(source="install dir", path=str(installed), result="found"))
         return installed, tried, "install dir"
