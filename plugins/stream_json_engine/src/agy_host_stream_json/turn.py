@@ -1,0 +1,114 @@
+"""The state of one stream-json turn: its handle, timers, step mapping, and
+what agy said about it on stdout and stderr.
+
+The driver routes every line of the running agy process to the turn that is
+current (:meth:`Turn.on_event`); the turn settles its wire side (``wire_done``)
+on a ``result`` line or when agy's output ends, and the driver decides the
+outcome from there. Parks (G9) pause the timers with the remaining budget,
+exactly as the core contract says; agy itself waits on the bridge's HTTP
+answer meanwhile and sends nothing.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from agy_host.events import NoticeActivity
+from agy_host.timers import TurnTimers
+from agy_host.turns import TurnHandle, TurnRequest
+from agy_host_stream_json.mapping import StepMapper
+from agy_host_stream_json.outcome import PRINT_TIMEOUT_LINE, is_statement
+from agy_host_stream_json.wire import Event, InitEvent, Result, ResultEvent, StepEvent, Unknown
+
+if TYPE_CHECKING:
+    from agy_host_stream_json.process import AgyProcess
+
+#: Visible warnings per turn about lines agy sent that could not be used.
+MAX_WIRE_NOTICES = 3
+
+
+class Turn:
+    def __init__(self, request: TurnRequest) -> None:
+        self.request = request
+        self.handle = TurnHandle(on_park=self.park)
+        self.timers = TurnTimers(request.timeout_s, request.inactivity_s)
+        self.mapper = StepMapper(self.handle.emit)
+        self.scope = trio.CancelScope()
+        self.child: AgyProcess | None = None
+        self.conversation_id: str | None = None
+        self.result: Result | None = None
+        self.eof = False
+        self.wire_done = trio.Event()
+        #: The user line reached agy (from then on, agy is working on this turn).
+        self.sent = False
+        self.aborted = False
+        self.parked = 0
+        self.statements: list[str] = []
+        self.print_timeout_line: str | None = None
+        self.wire_notices = 0
+        self.on_parked: list[Any] = []
+
+    # -- lines from agy ---------------------------------------------------------------
+
+    def on_event(self, event: Event) -> None:
+        kind = type(event)
+        if kind is StepEvent:
+            step = event.step  # type: ignore[union-attr]
+            if step.conversation_id and self.conversation_id is None:
+                self.conversation_id = step.conversation_id
+            self.mapper.step(step)
+        elif kind is ResultEvent:
+            if self.result is None:
+                self.result = event.result  # type: ignore[union-attr]
+                cid = self.result.conversation_id
+                if cid:
+                    self.conversation_id = cid
+                self.wire_done.set()
+        elif kind is InitEvent:
+            assert isinstance(event, InitEvent)
+            if event.conversation_id:
+                self.conversation_id = event.conversation_id
+        elif isinstance(event, Unknown) and event.reason in ("not-json", "not-an-object", "shape", "too-long"):
+            self.wire_notice(
+                f"agy sent a line that is not a stream-json object ({event.reason}); skipped: {event.head!r}"
+            )
+        if event.dropped:
+            self.wire_notice(f"agy sent fields of an unexpected type; ignored: {', '.join(event.dropped)}")
+
+    def wire_notice(self, message: str) -> None:
+        if self.wire_notices < MAX_WIRE_NOTICES:
+            self.wire_notices += 1
+            self.handle.emit(NoticeActivity(level="warning", message=message, code="wire"))
+
+    def on_stderr(self, line: str) -> None:
+        text = line.strip()
+        if not text:
+            return
+        if is_statement(text):
+            self.statements.append(text)
+        elif PRINT_TIMEOUT_LINE.search(text):
+            self.print_timeout_line = text
+        elif text.lower().startswith("warning:"):
+            self.handle.emit(NoticeActivity(level="warning", message=f"agy: {text}", code="agy-warning"))
+
+    def on_eof(self) -> None:
+        self.eof = True
+        self.wire_done.set()
+
+    # -- parks ---------------------------------------------------------------------
+
+    def park(self) -> None:
+        self.parked += 1
+        self.timers.pause()
+        for callback in self.on_parked:
+            callback(self)
+
+    def unpark(self) -> None:
+        if self.parked > 0:
+            self.parked -= 1
+            self.timers.resume()
+
+
+__all__ = ["MAX_WIRE_NOTICES", "Turn"]
