@@ -126,7 +126,7 @@ def interop(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""
     session.install(RUFF)
-    targets = [t for t in ("core", "plugins", "tests", "scripts", "noxfile.py") if (ROOT / t).exists()]
+    targets = [t for t in ("core", "plugins", "tests", "scripts", "bench", "noxfile.py") if (ROOT / t).exists()]
     session.run("ruff", "check", *targets)
     session.run("ruff", "format", "--check", *targets)
 
@@ -205,7 +205,29 @@ def isolated(session: nox.Session, engine: str) -> None:
     )
 
 
-@nox.session(python=False)
+@nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks: not built yet."""
-    session.skip("benchmarks are not built yet: there is nothing to run (this is a skip, not a pass)")
+    """Benchmarks side by side with the peers (``bench/``; results: docs/performance.md).
+
+    The peers are installed into ``.cache/bench`` first (the ACP Python SDK in
+    its own venv, ``acpx@0.19.1`` with npm); arguments after ``--`` go to the
+    runner, e.g. ``nox -s bench -- --only B1 -r 7`` or ``-- --quick``.
+    Timings live here, never in the unit tests. The harness's own tests
+    (fast, not timing-based) run first.
+    """
+    _install_workspace(session, *TEST_DEPS)
+    env = {**_pytest_env(), "PYTHONPATH": str(ROOT)}
+    session.run("pytest", "bench/tests", "-q", "-p", "no:cacheprovider", env=env)
+    session.run("python", "-m", "bench.provision", env=env)
+    out = ROOT / ".cache" / "bench"
+    session.run(
+        "python",
+        "-m",
+        "bench",
+        "--markdown",
+        str(out / "last-results.md"),
+        "--json",
+        str(out / "last-results.json"),
+        *session.posargs,
+        env=env,
+    )

@@ -8,8 +8,9 @@ Bad input never poisons the rest: each value is checked on its own, and a
 value of the wrong type or out of range *narrows* to its default with a
 visible warning naming the key. A file that is not TOML at all is moved aside
 (kept, reported) and the defaults are used. Sections this module does not
-know (``[stream_json]``, ``[bridge]``, a third-party plugin's) are kept as
-raw tables in :attr:`Config.plugins` for their owners to read.
+know (``[stream_json]``, a third-party plugin's) are kept as raw tables in
+:attr:`Config.plugins` for their owners to read. ``[bridge]`` is known here
+because its round-trip timings belong to core (:mod:`agy_host.roundtrip`).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import tomllib
 import typing
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -62,9 +63,84 @@ class AcpConfig(msgspec.Struct, kw_only=True):
     profiles: dict[str, AcpProfile] = msgspec.field(default_factory=dict)
 
 
+class PermissionRule(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One ``[[permissions.rules]]`` entry of the ``rules`` policy.
+
+    Each match field is a glob (or a list of globs, any may match) compared
+    case-insensitively; a rule matches when every field it sets matches, so
+    a rule with no match field matches every request.
+    """
+
+    action: Literal["allow", "deny", "ask"]
+    #: The tool kind the agent reports (``read``, ``edit``, ``execute``, ...).
+    kind: str | list[str] = msgspec.field(default_factory=list)
+    #: The request's title (``Run client_create_file?``).
+    title: str | list[str] = msgspec.field(default_factory=list)
+    #: The tool name (``client_create_file``, an MCP tool's clean name).
+    name: str | list[str] = msgspec.field(default_factory=list)
+
+
+#: What a ``permissions.rules`` list that does not validate becomes: one rule
+#: that denies everything. A typo in a deny rule must not silently allow what
+#: it was written to stop.
+DENY_ALL_RULES: tuple[PermissionRule, ...] = (PermissionRule(action="deny"),)
+
+
 class PermissionsConfig(msgspec.Struct, kw_only=True):
-    #: ``auto`` (allow by kind), ``deny``, or a policy a plugin registered.
+    #: ``auto`` (allow by kind), ``deny``, ``ask``, ``rules``, or a plugin's policy.
     policy: str = "auto"
+    #: What ``ask`` does without a terminal: ``allow`` or ``deny`` by kind, or
+    #: ``fail`` (``run`` refuses to start; a request that still comes is cancelled).
+    ask_fallback: Literal["allow", "deny", "fail"] = "deny"
+    #: The ``rules`` policy's rules; deny wins over ask, ask over allow.
+    rules: list[PermissionRule] = msgspec.field(default_factory=list)
+    #: What ``rules`` does when no rule matches.
+    rules_default: Literal["allow", "deny", "ask"] = "ask"
+
+
+class BridgeConfig(msgspec.Struct, kw_only=True):
+    """``[bridge]``: the MCP bridge server and the tool round-trips (G9)."""
+
+    #: Serve host tools to the agent (the bridge plugin reads this).
+    enabled: bool = True
+    #: Loopback port; 0 picks a free one per start.
+    port: int = 0
+    #: How long a parked host tool call may wait for its result.
+    park_ttl_seconds: float = 480.0
+    #: After this long the agent is told "still running" with a call id and
+    #: polls; 0 never escalates (the agent's MCP client drops a call at ~180 s).
+    escalate_after_seconds: float = 20.0
+    #: The TTL of an escalated call.
+    escalated_ttl_seconds: float = 1800.0
+    #: Offer ``activate_skill`` for skills under ``$XDG_CONFIG_HOME/agy-host/skills``.
+    skills: bool = True
+    #: Projects whose ``<cwd>/.agy-host/skills`` are offered too (a cwd inside one counts).
+    trusted_projects: list[str] = msgspec.field(default_factory=list)
+    #: stream-json: register the bridge in the agy CLI's global MCP config.
+    cli_registration: bool = True
+
+
+class PromptConfig(msgspec.Struct, kw_only=True):
+    """How agy-host assembles a turn's prompt (the user's side, not the engine's)."""
+
+    #: G1 context digest: tell the agent what the host session did that it did
+    #: not see (other engines' turns, host tool results). Off by default: it
+    #: changes every turn and so defeats the agent's prompt cache.
+    digest: bool = False
+    #: Cap of the digest text; the newest items are kept. 0 disables the cap.
+    digest_max_chars: int = 8000
+    #: Add the ``AGENTS.md`` files from the working directory up to the
+    #: repository root to the system prompt of a new agent conversation.
+    agents_md: bool = True
+    #: Largest file ``@path``, ``--file`` or ``--image`` attaches.
+    max_attachment_bytes: int = 4 * 1024 * 1024
+
+
+class TranscriptsConfig(msgspec.Struct, kw_only=True):
+    """Per host session transcripts (``$XDG_STATE_HOME/agy-host/transcripts``)."""
+
+    #: Keep each turn's prompt and answer; the digest and ``sessions show`` read them.
+    enabled: bool = True
 
 
 class Config(msgspec.Struct, kw_only=True):
@@ -79,6 +155,12 @@ class Config(msgspec.Struct, kw_only=True):
     turn: TurnConfig = msgspec.field(default_factory=TurnConfig)
     acp: AcpConfig = msgspec.field(default_factory=AcpConfig)
     permissions: PermissionsConfig = msgspec.field(default_factory=PermissionsConfig)
+    #: G10: the host's system prompt, sent once at the start of every agent
+    #: conversation (with ``AGENTS.md``), byte-identical on every engine.
+    system_prompt: str = ""
+    prompt: PromptConfig = msgspec.field(default_factory=PromptConfig)
+    transcripts: TranscriptsConfig = msgspec.field(default_factory=TranscriptsConfig)
+    bridge: BridgeConfig = msgspec.field(default_factory=BridgeConfig)
     #: Tables owned by plugins (``[stream_json]``, ``[bridge]``...), kept raw.
     plugins: dict[str, Any] = msgspec.field(default_factory=dict)
 
@@ -103,6 +185,10 @@ ENV_OVERRIDES: dict[str, str] = {
     "AGY_HOST_INACTIVITY_MINUTES": "turn.inactivity_minutes",
     "AGY_ACP_BIN": "acp.bin",
     "AGY_HOST_AGENT": "acp.agent",
+    "AGY_HOST_ASK_FALLBACK": "permissions.ask_fallback",
+    "AGY_HOST_BRIDGE": "bridge.enabled",
+    "AGY_HOST_SYSTEM_PROMPT": "system_prompt",
+    "AGY_HOST_DIGEST": "prompt.digest",
 }
 
 _NON_NEGATIVE = {
@@ -113,7 +199,19 @@ _NON_NEGATIVE = {
     "acp.initialize_timeout_seconds",
     "acp.session_timeout_seconds",
     "acp.kill_grace_seconds",
+    "bridge.port",
+    "bridge.escalate_after_seconds",
+    "prompt.digest_max_chars",
+    "prompt.max_attachment_bytes",
 }
+
+
+#: Keys that must be > 0: a zero TTL would fail every host tool call at once.
+_POSITIVE = {"bridge.park_ttl_seconds", "bridge.escalated_ttl_seconds"}
+
+#: Keys whose value, when it does not validate, is replaced by a safe value
+#: other than the default (see :data:`DENY_ALL_RULES`).
+_ON_ERROR: dict[str, Callable[[], Any]] = {"permissions.rules": lambda: list(DENY_ALL_RULES)}
 
 
 class ConfigError(Exception):
@@ -146,6 +244,8 @@ def _check_number(dotted: str, value: Any) -> str | None:
         return "must be a finite number"
     if dotted in _NON_NEGATIVE and isinstance(value, (int, float)) and value < 0:
         return "must not be negative"
+    if dotted in _POSITIVE and isinstance(value, (int, float)) and value <= 0:
+        return "must be positive"
     return None
 
 
@@ -176,6 +276,11 @@ def _narrow(struct_type: type[msgspec.Struct], raw: Mapping[str, Any], prefix: s
         try:
             converted = msgspec.convert(value, ftype, strict=False)
         except msgspec.ValidationError as exc:
+            fallback = _ON_ERROR.get(dotted)
+            if fallback is not None:
+                warn(f"config: bad value for {dotted!r} ({exc}); it is replaced by one rule that denies everything")
+                values[fld.name] = fallback()
+                continue
             warn(f"config: bad value for {dotted!r} ({exc}); using the default")
             continue
         problem = _check_number(dotted, converted)
@@ -359,9 +464,14 @@ __all__ = [
     "ENV_OVERRIDES",
     "AcpConfig",
     "AcpProfile",
+    "BridgeConfig",
     "Config",
     "ConfigError",
+    "DENY_ALL_RULES",
+    "PermissionRule",
     "PermissionsConfig",
+    "PromptConfig",
+    "TranscriptsConfig",
     "TurnConfig",
     "coerce_value",
     "config_path",

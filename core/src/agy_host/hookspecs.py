@@ -203,3 +203,35 @@ def agy_host_diagnostics(report: DiagnosticReport) -> None:
 
     **Use in plugins:** show what the plugin found (config, binaries, ports).
     """
+
+
+# -------------------------------------------------------------------------
+# rendering helpers: asked by renderers while they draw a turn
+# -------------------------------------------------------------------------
+
+if TYPE_CHECKING:
+    from agy_host.events import ToolCard
+
+
+@hookspec(firstresult=True)
+def agy_host_render_diff(card: ToolCard, cwd: str) -> str | None:
+    """Render the change an edit tool card made, as a unified diff.
+
+    :param card: a finished :class:`~agy_host.events.ToolCard` of an edit
+        (``kind == "edit"`` or a ``diff`` is set). ``card.diff`` carries the
+        agent's own old and new text when the engine has it (ACP); otherwise
+        the file named in ``card.args`` is on disk, already changed.
+    :param cwd: the directory relative paths in the card are resolved
+        against, and shown relative to.
+    :returns: plain text (no colour codes; renderers colour ``+``/``-``/``@@``
+        lines themselves), ``""`` when there is nothing to show (the file is
+        unchanged), or ``None`` to let the next implementation answer.
+
+    Stops at the first non-``None`` result (``firstresult``). With no
+    implementation installed, renderers show the label ``[edit: PATH]``.
+    Called on the host loop while the card is drawn: keep it quick (read a
+    file, ask git), never wait on the agent.
+
+    **Use in plugins:** the diff renderer (``agy-host-diff-render``), or a
+    renderer of your own (side-by-side, a pager).
+    """

@@ -12,6 +12,12 @@ depends on: a permission request is always answered. The configured policy is
 bounded by ``turn.permission_timeout_seconds``; a policy that times out,
 raises, or picks an option the agent did not offer yields a *cancelled*
 decision with the reason. It never raises and never hangs.
+
+Policies and services may take part in the command through optional
+methods the host calls when present: a policy's ``configure(config, env)``
+once it is selected (and ``check_ready()``, a reason the command must not
+start), a service's ``bind_host(ctx)`` with the command's
+:class:`~agy_host.roundtrip.ServiceContext` before it starts.
 """
 
 from __future__ import annotations
@@ -33,11 +39,12 @@ if TYPE_CHECKING:
 
     from agy_host.engines import Engine, EngineContext, EngineFactory
     from agy_host.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
+    from agy_host.roundtrip import ServiceContext
     from agy_host.services import Service
     from agy_host.store import SessionStore
 
 #: Chosen when nothing else decides and it is installed (the spec's default).
-DEFAULT_ENGINE = "acp"
+DEFAULT_ENGINE = "stream-json"
 DEFAULT_POLICY = "auto"
 LAST_RUN_FILE = "last-driver.json"
 #: A service that has not reported ready by then is skipped with a warning.
@@ -121,8 +128,9 @@ class Host:
         return dict(sorted(found.items()))
 
     def engine_choice(self) -> EngineChoice:
-        """flag > ``AGY_HOST_ENGINE`` > config ``engine`` > the only installed
-        engine > ``acp`` if installed > the first installed (by name)."""
+        """flag > ``--agent`` (an ACP agent command: the ``acp`` engine, when
+        installed) > ``AGY_HOST_ENGINE`` > config ``engine`` > the only installed
+        engine > ``stream-json`` if installed > the first installed (by name)."""
         if self._choice is not None:
             return self._choice
         installed = list(self.installed_engines())
@@ -130,6 +138,10 @@ class Host:
         if self.engine_flag:
             choice = EngineChoice(
                 name=self.engine_flag, source="flag", reason="--engine on the command line", installed=installed
+            )
+        elif self.agent and "acp" in installed:
+            choice = EngineChoice(
+                name="acp", source="flag", reason="--agent names an ACP agent to run", installed=installed
             )
         elif env_value:
             choice = EngineChoice(name=env_value, source="env", reason="AGY_HOST_ENGINE is set", installed=installed)
@@ -145,7 +157,7 @@ class Host:
             choice = EngineChoice(
                 name=DEFAULT_ENGINE,
                 source="default",
-                reason="the default when several are installed",
+                reason="the default when several are installed (it reports usage; the ACP server does not yet)",
                 installed=installed,
             )
         elif installed:
@@ -231,8 +243,26 @@ class Host:
             from agy_host.builtins.permission_policies import AutoPolicy
 
             policy = AutoPolicy()
+        configure = getattr(policy, "configure", None)
+        if callable(configure):
+            try:
+                configure(self.config, self.env)
+            except Exception as exc:
+                self.warn(f"permission policy {name!r} could not be configured: {type(exc).__name__}: {exc}")
         self._policy = policy
         return policy
+
+    def policy_problem(self) -> str | None:
+        """Why the selected policy cannot work in this command (``ask`` with
+        ``ask_fallback = "fail"`` and no terminal), or ``None``."""
+        check = getattr(self.permission_policy(), "check_ready", None)
+        if not callable(check):
+            return None
+        try:
+            problem = check()
+        except Exception as exc:
+            return f"the permission policy's readiness check failed: {type(exc).__name__}: {exc}"
+        return str(problem) if problem else None
 
     async def decide_permission(self, request: PermissionRequest) -> PermissionDecision:
         """Answer one permission request; never raises (except trio's own
@@ -272,16 +302,24 @@ class Host:
 
     # -- services ------------------------------------------------------------------------
 
-    async def start_services(self, nursery: trio.Nursery) -> list[str]:
+    async def start_services(self, nursery: trio.Nursery, context: ServiceContext | None = None) -> list[str]:
         """Start every ``agy_host_services`` service in ``nursery``; return the
         names that reported ready. A service that fails or stalls is reported
-        and skipped: the command goes on without it."""
+        and skipped: the command goes on without it. ``context`` is handed to
+        each service with a ``bind_host`` method first."""
         import trio
 
         ready: list[str] = []
         for service in self.plugins.services(self.config):
             self.services.append(service)
             name = str(getattr(service, "name", "") or type(service).__name__)
+            bind = getattr(service, "bind_host", None)
+            if context is not None and callable(bind):
+                try:
+                    bind(context)
+                except Exception as exc:
+                    self.warn(f"service {name!r} could not be bound to this command: {type(exc).__name__}: {exc}")
+                    continue
             with trio.move_on_after(SERVICE_START_TIMEOUT_S) as scope:
                 ok = await nursery.start(self._guard_service, service, name)
             if scope.cancelled_caught:

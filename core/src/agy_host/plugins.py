@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from agy_host.diagnostics import DiagnosticReport
     from agy_host.engines import EngineFactory, McpServerSpec
-    from agy_host.events import HostEvent
+    from agy_host.events import HostEvent, ToolCard
     from agy_host.permissions import PermissionPolicy
     from agy_host.prompt_parts import PromptContext, PromptPart
     from agy_host.rendering import RendererFactory
@@ -47,8 +47,13 @@ PLUGIN_GROUP = "agy_host"
 #: fan-out calls and can override registrations by name).
 BUILTIN_PLUGINS = (
     "agy_host.builtins.permission_policies",
+    "agy_host.builtins.permission_ask",
+    "agy_host.builtins.permission_rules",
     "agy_host.builtins.renderers",
     "agy_host.builtins.diagnostics",
+    "agy_host.builtins.config_capture",
+    "agy_host.builtins.transcripts",
+    "agy_host.builtins.prompt_assembly",
 )
 
 #: Called with (plugin name, exception) when an implementation raises.
@@ -328,6 +333,22 @@ class Plugins:
             report.section("plugins").add(name, f"diagnostics hook failed: {_describe(exc)}", "error")
 
         self.call_each("agy_host_diagnostics", {"report": report}, on_error=failed)
+
+    def render_diff(self, card: ToolCard, cwd: str) -> str | None:
+        """The first diff an ``agy_host_render_diff`` implementation renders for
+        ``card`` (``firstresult``: the rest are not asked); ``None`` when no
+        plugin renders diffs. One that raises is recorded and the next one is
+        asked: a failing diff plugin must not take the card down with it."""
+        kwargs = {"card": card, "cwd": cwd}
+        for impl in reversed(self.pm.hook.agy_host_render_diff.get_hookimpls()):
+            try:
+                result = impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
+            except Exception as exc:
+                self._record(PluginError(name=impl.plugin_name, error=f"agy_host_render_diff: {_describe(exc)}"))
+                continue
+            if isinstance(result, str):
+                return result
+        return None
 
 
 def _core_version() -> str:

@@ -14,7 +14,8 @@ far in each chunk. The guard turns either into deltas:
   of it) is evidence of deltas after all, so the guard falls back to append.
 
 The accumulation is kept as a list of parts so a 200,000-chunk stream costs
-O(n), not O(n^2) string concatenation.
+O(n), not O(n^2) string concatenation; :meth:`CumulativeGuard.feed_many`
+takes a batch of chunks (one pipe read) at once and keeps it as one part.
 """
 
 from __future__ import annotations
@@ -74,6 +75,26 @@ class CumulativeGuard:
         self.cumulative = False
         self._append(chunk)
         return chunk
+
+    def feed_many(self, chunks: list[str]) -> str:
+        """The joined deltas of ``chunks`` fed in order: the same text as
+        ``"".join(self.feed(c) for c in chunks)``.
+
+        The hot path of a flood: in append mode, once the accumulation is at
+        least as long as every chunk of the batch, no chunk can flip the guard
+        (a flip needs a chunk longer than everything so far), so the batch is
+        one delta, kept as one part rather than one per chunk.
+        """
+        size = self._len
+        if not self.cumulative and size >= FLIP_THRESHOLD and chunks and max(map(len, chunks)) <= size:
+            delta = "".join(chunks)
+            if delta:
+                self._parts.append(delta)
+                self._len = size + len(delta)
+                self._joined = None
+            return delta
+        feed = self.feed
+        return "".join([feed(chunk) for chunk in chunks])
 
 
 __all__ = ["FLIP_THRESHOLD", "CumulativeGuard"]

@@ -17,15 +17,17 @@ engine's :class:`~agy_host.turns.TurnDriver`:
 A host tool call (G9) ends :meth:`TurnLayer.run_turn` with stop reason
 ``tool_use`` *without* closing the agent's turn; after the host ran the tool
 and delivered its result, :meth:`TurnLayer.continue_turn` re-enters the same
-agent turn and goes on reading.
+agent turn and goes on reading. With a :class:`~agy_host.roundtrip.RoundTrips`
+(the bridge's calls) the layer is the round-trips' :class:`ParkTarget`: they
+park and unpark the turn they find here, and results whose park died come
+back as a late-delivery prompt at the start of the next fresh turn.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING
 
-import msgspec
 import trio
 
 from agy_host.cli.exit_codes import ExitCode
@@ -40,117 +42,25 @@ from agy_host.events import (
     ToolUseRequested,
     TurnEnded,
     TurnStarted,
-    UsageCounts,
 )
-from agy_host.prompt import PromptBlock, ResourceBlock, TextBlock, prompt_text
-from agy_host.prompt_parts import PromptContext, PromptPart
+from agy_host.prompt import PromptBlock, prompt_text
+from agy_host.prompt_parts import PromptContext
 from agy_host.store import SessionBinding, SessionStore, utc_now
 from agy_host.tools import HostTool, ToolResult
 from agy_host.turn_events import TurnState, map_activity
+from agy_host.turn_prompt import PROMPT_SEPARATOR, assemble_prompt, with_late_results
+from agy_host.turn_result import ToolResultSink, TurnLayerError, TurnResult, exit_code_for
 from agy_host.turns import TurnDriver, TurnHandle, TurnRequest
 
 if TYPE_CHECKING:
     from agy_host.config import Config
     from agy_host.engines import Engine
     from agy_host.plugins import Plugins
+    from agy_host.roundtrip import RoundTrips
 
-#: Between the system block, the host context and the user's part of a prompt.
-PROMPT_SEPARATOR = "\n\n---\n\n"
 NO_TURN_RUNNING = "tool result arrived but no turn is running"
 
 EventSink = Callable[[HostEvent], None]
-
-
-@runtime_checkable
-class ToolResultSink(Protocol):
-    """Who can hand a host tool's result back to the agent's parked call:
-    the bridge service, or an engine driver that parks turns itself.
-
-    ``deliver_tool_result`` returns ``False`` when it knows no such call (it
-    timed out, or belongs to another bridge).
-    """
-
-    def deliver_tool_result(self, call_id: str, result: ToolResult) -> bool: ...
-
-
-class TurnLayerError(Exception):
-    """The turn layer was used out of order (a turn is already parked)."""
-
-
-class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """How one pass of a turn ended, for the CLI and for scripts."""
-
-    session: str
-    stop_reason: StopReason
-    exit_code: int
-    duration_s: float
-    conversation_id: str | None = None
-    response: str = ""
-    error: str = ""
-    error_kind: ErrorKind | None = None
-    usage: UsageCounts | None = None
-    #: Set when ``stop_reason == "tool_use"``: the host tool to run.
-    tool_use: ToolUseRequested | None = None
-    permission_requests: int = 0
-    permissions_refused: int = 0
-
-
-def exit_code_for(
-    stop_reason: StopReason, error_kind: ErrorKind | None, permission_requests: int = 0, permissions_refused: int = 0
-) -> int:
-    """The documented exit code of a finished turn.
-
-    Interruption and timeouts say more than "the agent gave up because it was
-    not allowed", which in turn says more than a generic error.
-    """
-    if stop_reason == "aborted":
-        return ExitCode.INTERRUPTED
-    if stop_reason == "error" and error_kind in ("timeout", "inactivity"):
-        return ExitCode.TIMEOUT
-    if permission_requests > 0 and permissions_refused == permission_requests:
-        return ExitCode.PERMISSION_DENIED
-    if stop_reason == "error":
-        return ExitCode.ERROR
-    return ExitCode.OK
-
-
-def assemble_prompt(
-    parts: Sequence[PromptPart],
-    prompt: Sequence[PromptBlock],
-    *,
-    new_conversation: bool,
-    resources: bool,
-    uri_suffix: str = "0",
-) -> list[PromptBlock]:
-    """The blocks a turn sends: ``system`` parts (new conversations only),
-    ``context`` parts as resources or inline, ``before``/``after`` around the
-    user's text, then the user's non-text blocks in their order.
-
-    The system block comes first and is never touched, so it stays
-    byte-identical for the life of the agent conversation (G10).
-    """
-    system = [p.text for p in parts if p.where == "system" and p.text] if new_conversation else []
-    context = [p for p in parts if p.where == "context" and p.text]
-    before = [p.text for p in parts if p.where == "before" and p.text]
-    after = [p.text for p in parts if p.where == "after" and p.text]
-    blocks: list[PromptBlock] = []
-    sections: list[str] = []
-    if system:
-        sections.append("\n\n".join(system))
-    if resources:
-        for i, part in enumerate(context):
-            # The suffix changes every turn so a de-duplicating agent cannot
-            # serve a stale digest for a reused URI.
-            blocks.append(ResourceBlock(uri=part.uri or f"urn:agy-host:context/{uri_suffix}/{i}", text=part.text))
-    elif context:
-        sections.append("\n\n".join(p.text for p in context))
-    user_text = "\n\n".join(t for t in [*before, prompt_text(list(prompt)), *after] if t)
-    if user_text:
-        sections.append(user_text)
-    if sections:
-        blocks.append(TextBlock(text=PROMPT_SEPARATOR.join(sections)))
-    blocks.extend(b for b in prompt if not isinstance(b, TextBlock))
-    return blocks
 
 
 class TurnLayer:
@@ -166,6 +76,7 @@ class TurnLayer:
         config: Config,
         sink: EventSink | None = None,
         warn: Callable[[str], None] | None = None,
+        roundtrips: RoundTrips | None = None,
     ) -> None:
         self.engine = engine
         self.driver = driver
@@ -177,6 +88,9 @@ class TurnLayer:
         self._turn: TurnState | None = None
         self._abort_reason: str | None = None
         self._failed_hooks: set[str] = set()
+        self.roundtrips = roundtrips
+        if roundtrips is not None:
+            roundtrips.attach(self)
 
     # -- state -------------------------------------------------------------------
 
@@ -188,6 +102,21 @@ class TurnLayer:
     @property
     def handle(self) -> TurnHandle | None:
         return self._turn.handle if self._turn is not None else None
+
+    # -- ParkTarget (the round-trips' view of this layer) ------------------------------
+
+    def active_handle(self) -> TurnHandle | None:
+        """The running turn's handle (parked or not); ``None`` between turns."""
+        turn = self._turn
+        if turn is None or turn.handle is None or turn.handle.closed:
+            return None
+        return turn.handle
+
+    def unpark(self) -> None:
+        self.driver.kick_idle()
+
+    def _owned(self, call_id: str) -> bool:
+        return self.roundtrips is not None and self.roundtrips.owns(call_id)
 
     def abort(self, reason: str = "user") -> None:
         """Abort the running turn; a turn not started yet is aborted as soon
@@ -236,6 +165,9 @@ class TurnLayer:
         if self.parked:
             raise TurnLayerError("a turn is parked on a host tool call; continue or abort it first")
         self._failed_hooks = set()
+        late = self.roundtrips.take_late_results() if self.roundtrips is not None else []
+        if late:
+            prompt = with_late_results(prompt, late)
         key = self.engine.store_key(session)
         binding = self.store.get(key)
         turn = TurnState(session=session, key=key, cwd=cwd, binding=binding, started_at=trio.current_time())
@@ -245,7 +177,7 @@ class TurnLayer:
         mode = mode or cfg.mode or None
         request = TurnRequest(
             session=session,
-            prompt=self._prompt(session, list(prompt), cwd=cwd, binding=binding),
+            prompt=self._prompt(session, list(prompt), cwd=cwd, binding=binding, late=bool(late)),
             cwd=cwd,
             conversation_id=binding.conversation_id if binding else None,
             model=model or cfg.model or None,
@@ -277,6 +209,8 @@ class TurnLayer:
         try:
             handle = await self.driver.run(request)
         except Exception as exc:
+            if late and self.roundtrips is not None:
+                self.roundtrips.return_late_results(late)
             self.emit(started)
             return self._fail(turn, f"the agent could not start the turn: {type(exc).__name__}: {exc}", "internal")
         turn.handle = handle
@@ -291,7 +225,12 @@ class TurnLayer:
         """Re-enter the parked turn after its host tool result was delivered."""
         turn = self._turn
         handle: TurnHandle | None = None
-        if turn is not None and turn.parked:
+        owned = turn is not None and turn.handle_request is not None and self._owned(turn.handle_request.call_id)
+        if turn is not None and turn.parked and owned:
+            # The round-trips unpark their own parks (also when the park timed
+            # out while the tool ran), so the handle is read as it is.
+            handle = turn.handle
+        elif turn is not None and turn.parked:
             handle = self.driver.reentry()
             if (
                 handle is None
@@ -307,17 +246,20 @@ class TurnLayer:
             return self._fail(turn, NO_TURN_RUNNING, "internal")
         turn.parked = False
         turn.handle = handle
-        self.driver.kick_idle()
+        if not owned:
+            self.driver.kick_idle()
         return await self._read(turn)
 
     async def resolve_tool_use(self, tools: Mapping[str, HostTool], sinks: Sequence[ToolResultSink]) -> TurnResult:
         """Run the host tool the parked turn asked for, hand its result to the
         first sink that knows the call, and continue the turn.
 
-        A tool that raises answers the agent with an error result (the agent
-        decides what to do with it). When no sink takes the result the agent's
-        call cannot be answered, so the turn is aborted rather than left to
-        hang until its park times out.
+        This is where host-side gating happens: a tool may refuse by returning
+        an error result, and a tool that raises answers the agent with one
+        (the agent decides what to do with it). An abort of the turn cancels
+        the tool; nothing is delivered then. When no sink takes a result of a
+        call the driver parked itself, that call cannot be answered, so the
+        turn is aborted rather than left to hang until its park times out.
         """
         turn = self._turn
         if turn is None or not turn.parked or turn.handle is None:
@@ -326,14 +268,16 @@ class TurnLayer:
         assert request is not None
         tool = tools.get(request.name)
         if tool is None:
-            result = ToolResult(text=f"host tool {request.name!r} is not available in this agy-host", is_error=True)
+            result: ToolResult | None = ToolResult(
+                text=f"host tool {request.name!r} is not available in this agy-host", is_error=True
+            )
         else:
-            try:
-                result = await tool.call(dict(request.args))
-            except Exception as exc:
-                result = ToolResult(
-                    text=f"host tool {request.name!r} failed: {type(exc).__name__}: {exc}", is_error=True
-                )
+            result = await self._run_tool(tool, request, turn.handle)
+        owned = self._owned(request.call_id)
+        if result is None:  # the turn was aborted while the tool ran
+            if owned and self.roundtrips is not None:
+                self.roundtrips.discard(request.call_id)
+            return await self.continue_turn()
         delivered = False
         for sink in sinks:
             try:
@@ -342,7 +286,10 @@ class TurnLayer:
                 self._warn(f"delivering the result of {request.name!r} failed: {type(exc).__name__}: {exc}")
             if delivered:
                 break
-        if not delivered:
+        if not delivered and owned:
+            # The park already answered the agent (with an error) and unparked.
+            self.emit(Notice(level="warning", message=f"the result of host tool {request.name!r} was dropped"))
+        elif not delivered:
             self.emit(
                 Notice(
                     level="error",
@@ -353,8 +300,28 @@ class TurnLayer:
             turn.handle.abort("host tool result could not be delivered")
         return await self.continue_turn()
 
+    async def _run_tool(self, tool: HostTool, request: ToolUseRequested, handle: TurnHandle) -> ToolResult | None:
+        """The tool's result; ``None`` when the turn was aborted meanwhile."""
+        result: ToolResult | None = None
+        async with trio.open_nursery() as nursery:
+
+            async def cancel_on_abort() -> None:
+                await handle.abort_requested.wait()
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(cancel_on_abort)
+            try:
+                value: object = await tool.call(dict(request.args))
+            except Exception as exc:
+                value = ToolResult(
+                    text=f"host tool {request.name!r} failed: {type(exc).__name__}: {exc}", is_error=True
+                )
+            result = value if isinstance(value, ToolResult) else ToolResult(text=str(value))
+            nursery.cancel_scope.cancel()
+        return result
+
     def _prompt(
-        self, session: str, prompt: list[PromptBlock], *, cwd: str, binding: SessionBinding | None
+        self, session: str, prompt: list[PromptBlock], *, cwd: str, binding: SessionBinding | None, late: bool = False
     ) -> list[PromptBlock]:
         new = binding is None
         ctx = PromptContext(
@@ -372,6 +339,8 @@ class TurnLayer:
             )
 
         parts = self.plugins.prompt_parts(ctx, on_error=failed)
+        if late:  # a late delivery carries tool results, not a digest
+            parts = [p for p in parts if p.where != "context"]
         if not parts:
             return prompt
         suffix = f"{session}/{binding.last_message_count if binding else 0}-{utc_now()}"
@@ -424,6 +393,8 @@ class TurnLayer:
     def _finish(self, turn: TurnState, outcome: OutcomeActivity) -> TurnResult:
         self._turn = None
         self._abort_reason = None
+        if self.roundtrips is not None and turn.handle is not None:
+            self.roundtrips.turn_ended(turn.handle)
         if outcome.conversation_id:
             self._bind(turn, outcome.conversation_id)
         streamed = "".join(turn.text)

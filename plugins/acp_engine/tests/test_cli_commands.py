@@ -26,6 +26,7 @@ def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         XDG_CONFIG_HOME=str(tmp_path / "config"),
         XDG_STATE_HOME=str(tmp_path / "state"),
         PATH=str(Path(sys.executable).parent) + os.pathsep + "/usr/bin:/bin",
+        AGY_HOST_ENGINE="acp",  # other engines may be installed next to this one
     )
     return subprocess.run(
         [str(AGY_HOST), *args], capture_output=True, text=True, env=env, timeout=60, stdin=subprocess.DEVNULL

@@ -309,11 +309,16 @@ async def test_installing_an_installed_build_switches_current_without_downloadin
 async def test_an_install_root_elsewhere_says_how_the_engine_finds_it(world: World) -> None:
     world.publish()
     elsewhere = world.tmp / "opt-agy"
-    res = await run_cli(world.env(AGY_ACP_HOME=str(elsewhere)), "acp", "install")
+    res = await run_cli(world.env(), "acp", "install", "--root", str(elsewhere))
     assert res.returncode == 0, res.stderr
     assert os.readlink(elsewhere / "current") == BUILD
     assert f"AGY_ACP_BIN={elsewhere / 'current' / 'agy_acp_server.par'}" in res.stdout
     assert tree(world.root) == []
+    # with AGY_ACP_HOME the engine itself looks there: no hint needed
+    other = world.tmp / "opt-agy-2"
+    res = await run_cli(world.env(AGY_ACP_HOME=str(other)), "acp", "install")
+    assert res.returncode == 0, res.stderr
+    assert "AGY_ACP_BIN=" not in res.stdout
 
 
 async def test_a_bad_pin_file_is_a_clear_error(world: World) -> None:

@@ -1,18 +1,34 @@
-"""Built-in renderers: ``text`` (plain, streamed), ``json`` (JSON lines) and
-``quiet`` (the final answer only).
+"""Built-in renderers: ``text`` (rich on a terminal, plain otherwise),
+``plain`` and ``rich`` (forced), ``json`` (JSON lines) and ``quiet`` (the
+final answer only).
 
-The rich terminal renderer arrives with the user's-side work; the plain one
-is what scripts and non-TTY output get.
+``text`` picks the rich terminal renderer only when the stream is a TTY,
+``NO_COLOR`` is unset and ``TERM`` is not ``dumb``; pipes, files and CI logs
+get the plain renderer, whose lines are stable enough to grep. Both say the
+same things (:mod:`agy_host.builtins.render_common`); the JSON event stream
+is documented in ``docs/json-events.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from typing import IO
 
 import msgspec
 
 from agy_host import hookimpl
+from agy_host.builtins import render_context
+from agy_host.builtins.render_common import (
+    UsageTally,
+    args_preview,
+    edit_label,
+    fmt_duration,
+    is_edit,
+    tool_label,
+    usage_text,
+    words,
+)
 from agy_host.events import (
     EVENT_SCHEMA_VERSION,
     HostEvent,
@@ -24,33 +40,29 @@ from agy_host.events import (
     ToolUseRequested,
     TurnEnded,
     TurnStarted,
-    UsageCounts,
 )
 from agy_host.rendering import Renderer, RendererFactory, RenderOptions
 
+SANDBOX_NOTICE = (
+    "no ACP agent is installed: this turn runs on agy-host's bundled sandbox agent, "
+    "which only echoes. Install Antigravity's ACP server or pass --agent CMD."
+)
 
-def _usage_line(usage: UsageCounts | None) -> str:
-    if usage is None:
-        return "usage not reported by this agent"
-    parts = []
-    if usage.input_tokens is not None:
-        parts.append(f"in {usage.input_tokens}")
-    if usage.output_tokens is not None:
-        parts.append(f"out {usage.output_tokens}")
-    if usage.thinking_tokens:
-        parts.append(f"thinking {usage.thinking_tokens}")
-    if usage.cache_read_tokens:
-        parts.append(f"cache {usage.cache_read_tokens}")
-    if usage.context_used is not None and usage.context_size:
-        parts.append(f"context {usage.context_used}/{usage.context_size}")
-    if usage.cost_amount is not None:
-        parts.append(f"cost {usage.cost_amount:.4f} {usage.cost_currency or ''}".rstrip())
-    return ", ".join(parts) if parts else "usage not reported by this agent"
+
+def permission_line(event: PermissionAnswered) -> str:
+    what = "question" if event.is_question else "permission"
+    answer = event.selected if event.selected is not None else "cancelled"
+    for option in event.options:
+        if option.option_id == event.selected and option.name and option.name != event.selected:
+            answer = f"{event.selected} ({option.name})"
+    reason = f": {event.reason}" if event.reason else ""
+    return f"[{what}] {event.title} -> {answer} ({event.policy}{reason})"
 
 
 class TextRenderer:
     """Plain text: the answer on stdout as it streams; everything else
-    (tool lines, notices, the closing line) on stderr so a pipe gets only text."""
+    (tool lines, diffs, notices, the closing line) on stderr, so a pipe gets
+    only the answer and a log gets lines it can grep."""
 
     def __init__(self, opts: RenderOptions, err: IO[str] | None = None) -> None:
         import sys
@@ -59,11 +71,12 @@ class TextRenderer:
         self.err = err or sys.stderr
         self.verbose = opts.verbose
         self._at_line_start = True
-        self._thinking = False
         self._session = ""
         #: Last status printed per tool call: agents resend the same call, and a
         #: plain-text card is "updated in place" by not printing it again.
         self._cards: dict[str, str] = {}
+        self._thought: list[str] = []
+        self._tally = UsageTally()
 
     def _text(self, s: str) -> None:
         if not s:
@@ -80,49 +93,75 @@ class TextRenderer:
         self.err.write(line + "\n")
         self.err.flush()
 
+    def _end_thought(self) -> None:
+        """A thinking block ends at the next event of another kind: it is shown
+        whole (``--verbose``) or as one line, never as a line per token."""
+        if not self._thought:
+            return
+        text = "".join(self._thought).strip()
+        self._thought = []
+        if not text:
+            return
+        if self.verbose:
+            self._side("[thinking] " + text.replace("\n", "\n  "))
+        else:
+            self._side(f"[thinking] {words(text)} words (--verbose shows them)")
+
+    def _card(self, card: ToolCard) -> None:
+        if self._cards.get(card.call_id) == card.status:
+            return
+        self._cards[card.call_id] = card.status
+        details: list[str] = [card.status]
+        if card.duration_s is not None:
+            details.append(fmt_duration(card.duration_s))
+        if card.status != "started" and card.kind != "other":
+            details.append(card.kind)
+        extra = f": {card.error}" if card.error else ""
+        self._side(f"[tool] {tool_label(card)} ({', '.join(details)}){extra}")
+        if card.status == "done" and is_edit(card):
+            diff = render_context.render_diff(card)
+            if diff is None:
+                self._side("  " + edit_label(card, render_context.cwd()))
+            elif diff:
+                self._side("\n".join("  " + line for line in diff.rstrip("\n").split("\n")))
+
     def handle(self, event: HostEvent) -> None:
+        if not isinstance(event, ThoughtDelta):
+            self._end_thought()
         match event:
             case TextDelta(delta=d):
                 self._text(d)
             case ThoughtDelta(delta=d):
-                if self.verbose:
-                    self._side(f"[thinking] {d.strip()}")
+                self._thought.append(d)
             case ToolCard():
-                if self._cards.get(event.call_id) == event.status:
-                    return
-                self._cards[event.call_id] = event.status
-                label = event.title or event.name
-                took = f", {event.duration_s:.1f}s" if event.duration_s is not None else ""
-                extra = f": {event.error}" if event.error else ""
-                self._side(f"[tool] {label} ({event.status}{took}){extra}")
+                self._card(event)
             case PermissionAnswered():
-                what = "question" if event.is_question else "permission"
-                answer = event.selected if event.selected is not None else "cancelled"
-                self._side(
-                    f"[{what}] {event.title} -> {answer} ({event.policy}{': ' + event.reason if event.reason else ''})"
-                )
+                self._side(permission_line(event))
             case Notice():
                 self._side(f"[{event.level}] {event.message}")
             case TurnStarted():
                 self._session = event.session
+                self._cards = {}
                 if event.sandbox:
-                    self._side(
-                        "[info] no ACP agent is installed: this turn runs on agy-host's bundled sandbox agent, "
-                        "which only echoes. Install Antigravity's ACP server or pass --agent CMD."
-                    )
+                    self._side(f"[info] {SANDBOX_NOTICE}")
             case ToolUseRequested():
-                self._side(f"[host tool] {event.name} (parked)")
+                preview = args_preview(event.args)
+                self._side(f"[host tool] {event.name} (parked){' ' + preview if preview else ''}")
             case TurnEnded():
                 if event.error:
                     self._side(f"[error] {event.error}")
+                cumulative = self._tally.add(event)
+                total = f"; cumulative: {usage_text(cumulative)}" if cumulative is not None else ""
                 session = f"; session: {self._session}" if self._session else ""
                 self._side(
-                    f"[done] {event.stop_reason} in {event.duration_s:.1f}s; {_usage_line(event.usage)}{session}"
+                    f"[done] {event.stop_reason} in {fmt_duration(event.duration_s)}; "
+                    f"{usage_text(event.usage)}{total}{session}"
                 )
             case _:
                 pass
 
     def close(self) -> None:
+        self._end_thought()
         if not self._at_line_start:
             self.out.write("\n")
             self.out.flush()
@@ -167,11 +206,48 @@ class QuietRenderer:
         return None
 
 
+def wants_rich(opts: RenderOptions, env: Mapping[str, str] | None = None) -> bool:
+    """Rich output only for a person at a terminal that takes colour
+    (https://no-color.org: ``NO_COLOR`` set to anything non-empty opts out)."""
+    env = os.environ if env is None else env
+    if not opts.color or env.get("NO_COLOR") or env.get("TERM") == "dumb":
+        return False
+    isatty = getattr(opts.stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def rich_renderer(opts: RenderOptions) -> Renderer:
+    """The rich terminal renderer; plain when ``rich`` cannot be imported (a
+    broken install must still show the answer)."""
+    try:
+        from agy_host.builtins.render_rich import RichRenderer
+    except ImportError:
+        return TextRenderer(opts)
+    return RichRenderer(opts)
+
+
+def text_renderer(opts: RenderOptions) -> Renderer:
+    """``--format text``: rich on a colour terminal, plain everywhere else."""
+    return rich_renderer(opts) if wants_rich(opts) else TextRenderer(opts)
+
+
 @hookimpl
 def agy_host_register_renderers(register: Callable[[str, RendererFactory], None]) -> None:
-    register("text", TextRenderer)
+    register("text", text_renderer)
+    register("plain", TextRenderer)
+    register("rich", rich_renderer)
     register("json", JsonRenderer)
     register("quiet", QuietRenderer)
 
 
-__all__ = ["JsonRenderer", "QuietRenderer", "Renderer", "TextRenderer"]
+__all__ = [
+    "SANDBOX_NOTICE",
+    "JsonRenderer",
+    "QuietRenderer",
+    "Renderer",
+    "TextRenderer",
+    "permission_line",
+    "rich_renderer",
+    "text_renderer",
+    "wants_rich",
+]

@@ -24,10 +24,11 @@ if TYPE_CHECKING:
 
 HELP = """Drive coding agents (Google Antigravity first) from the terminal.
 
-agy-host runs one agent turn per `run`, streams the answer, and keeps each
-named session bound to its agent conversation so a later `run --session NAME`
-continues it. Engines (how agy-host talks to an agent: ACP, stream-json) and
-plugins are separate packages; `agy-host plugins` lists what is installed and
+agy-host runs one agent turn per `run` (or many in `chat`, or a one-shot
+delegation with `ask`), streams the answer, and keeps each named session
+bound to its agent conversation so a later `--session NAME` continues it.
+Engines (how agy-host talks to an agent: ACP, stream-json) and plugins are
+separate packages; `agy-host plugins` lists what is installed and
 `agy-host doctor` checks that it works, without spending tokens.
 
 Config: $XDG_CONFIG_HOME/agy-host/config.toml (`agy-host config path`);
@@ -57,6 +58,11 @@ class CliState:
             for plugin in self.extra_plugins:
                 plugins.register(plugin, name=getattr(plugin, "name", None) or type(plugin).__name__)
             self._plugins = plugins
+            # Renderers are built from RenderOptions alone; this is how they
+            # reach ``agy_host_render_diff`` (see builtins.render_context).
+            from agy_host.builtins import render_context
+
+            render_context.bind(plugins)
         return self._plugins
 
     def host(self, *, engine: str | None = None, agent: str | None = None, permissions: str | None = None) -> Host:
@@ -75,7 +81,7 @@ def _version(value: bool) -> None:
 
 def build_app(state: CliState) -> typer.Typer:
     """The root app with the core commands registered."""
-    from agy_host.cli import config_cmd, doctor_cmd, info_cmds, run_cmd
+    from agy_host.cli import ask_cmd, chat_cmd, config_cmd, doctor_cmd, info_cmds, run_cmd, sessions_cmd
 
     app = typer.Typer(
         name="agy-host",
@@ -98,6 +104,9 @@ def build_app(state: CliState) -> typer.Typer:
         """Drive coding agents from the terminal."""
 
     run_cmd.register(app, state)
+    chat_cmd.register(app, state)
+    ask_cmd.register(app, state)
+    sessions_cmd.register(app, state)
     doctor_cmd.register(app, state)
     info_cmds.register(app, state)
     config_cmd.register(app, state)
@@ -109,6 +118,18 @@ def run_app(args: list[str], *, extra_plugins: Sequence[object] = (), env: Mappi
     state = CliState(extra_plugins=extra_plugins, env=env)
     app = build_app(state)
     state.plugins.register_commands(app)
+    try:
+        return _run(app, args, state)
+    finally:
+        # Built-ins keep the command's config and plugin manager while it runs
+        # (config_capture, render_context); an embedding process runs more.
+        from agy_host.builtins import config_capture, render_context
+
+        config_capture.use_config(None)
+        render_context.bind(None)
+
+
+def _run(app: typer.Typer, args: list[str], state: CliState) -> int:
     try:
         app(args=args, prog_name="agy-host", standalone_mode=True)
     except SystemExit as exc:

@@ -20,9 +20,10 @@ from agy_host.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
-    from agy_host.diagnostics import DiagnosticReport
+    from agy_host.diagnostics import DiagnosticReport, DiagnosticSection
     from agy_host.engines import Engine
     from agy_host.host import Host
+    from agy_host.turns import DriverSnapshot
 
 #: An engine probe that takes longer is reported as stuck, not waited for.
 DIAGNOSE_TIMEOUT_S = 90.0
@@ -73,6 +74,7 @@ def build_report(host: Host) -> DiagnosticReport:
         _probe(engine, report)
     _session_rows(host, engine, report)
     _last_run_rows(host, report)
+    rendering_rows(host, report)
     host.plugins.diagnostics(report)
     _plugin_rows(host, report)
     if host.warnings:
@@ -160,8 +162,12 @@ def _last_run_rows(host: Host, report: DiagnosticReport) -> None:
     if isinstance(last, str):
         sec.add("driver", last, "warn")
         return
-    snap = last.snapshot
     sec.add("when", f"{last.written_at} (session {last.session}, exit {last.exit_code})")
+    snapshot_rows(sec, last.snapshot)
+
+
+def snapshot_rows(sec: DiagnosticSection, snap: DriverSnapshot) -> None:
+    """A driver snapshot as doctor rows (the last run's, or ``chat``'s live one)."""
     sec.add("driver", f"{snap.engine}: {snap.state}" + (f" pid={snap.pid}" if snap.pid else ""))
     sec.add("session id", snap.conversation_id or "(none)")
     if snap.stats:
@@ -173,6 +179,30 @@ def _last_run_rows(host: Host, report: DiagnosticReport) -> None:
     entries = snap.lifecycle[-5:]
     if entries:
         sec.add("lifecycle", f"last {len(entries)}", detail=[entry.format() for entry in entries])
+
+
+def rendering_rows(host: Host, report: DiagnosticReport) -> None:
+    """Which renderer ``--format text`` picks here, and whether edits get diffs."""
+    import importlib.util
+    import sys
+
+    sec = report.section("rendering")
+    reasons = []
+    if not sys.stdout.isatty():
+        reasons.append("stdout is not a terminal")
+    if host.env.get("NO_COLOR"):
+        reasons.append("NO_COLOR is set")
+    if host.env.get("TERM") == "dumb":
+        reasons.append("TERM=dumb")
+    if importlib.util.find_spec("rich") is None:
+        sec.add("text format", "plain (rich is not installed)", "warn")
+    else:
+        sec.add("text format", f"plain ({', '.join(reasons)})" if reasons else "rich (colour terminal)")
+    diff = [i.plugin_name for i in host.plugins.pm.hook.agy_host_render_diff.get_hookimpls()]
+    sec.add(
+        "diffs",
+        f"rendered by {', '.join(diff)}" if diff else "labels only (pip install agy-host-diff-render for diffs)",
+    )
 
 
 def _compact(value: object) -> str:
@@ -204,4 +234,4 @@ def _plugin_rows(host: Host, report: DiagnosticReport) -> None:
         sec.add("external", "none installed")
 
 
-__all__ = ["DIAGNOSE_TIMEOUT_S", "build_report", "register"]
+__all__ = ["DIAGNOSE_TIMEOUT_S", "build_report", "register", "rendering_rows", "snapshot_rows"]

@@ -1,5 +1,6 @@
-"""``agy-host plugins``, ``engine``, ``models`` and ``sessions``: what is
-installed, which engine is used and why, what it can run, what is bound."""
+"""``agy-host plugins``, ``engine`` and ``models``: what is installed, which
+engine is used and why, what it can run. (``sessions`` lives in
+:mod:`agy_host.cli.sessions_cmd`.)"""
 
 from __future__ import annotations
 
@@ -27,10 +28,11 @@ AGY_HOST_TRACE_HOOKS=1 prints every hook call.
 
 ENGINE_HELP = """Show which engine is selected and why, or select NAME.
 
-Precedence: --engine, then $AGY_HOST_ENGINE, then `engine` in the config
-file, then the only engine installed, then `acp` if installed, then the
-first installed. With NAME (which must be installed) it is written to the
-config file.
+Precedence: --engine, then --agent (an ACP agent command selects the acp
+engine), then $AGY_HOST_ENGINE, then `engine` in the config file, then the
+only engine installed, then `stream-json` if installed (the default until
+Antigravity's ACP server reports usage), then the first installed. With
+NAME (which must be installed) it is written to the config file.
 """
 
 
@@ -64,7 +66,7 @@ def register(app: typer.Typer, state: CliState) -> None:
     ) -> None:
         check_format(fmt)
         host = state.host(engine=engine_name, agent=agent)
-        catalog = _catalog(_engine_or_fail(host))
+        catalog = _catalog(engine_or_fail(host))
         if fmt == "json":
             print_json(catalog)
             return
@@ -78,37 +80,8 @@ def register(app: typer.Typer, state: CliState) -> None:
             typer.echo(f"{mark} {model.id}{label}{efforts}")
         typer.echo(f"(source: {catalog.source})", err=True)
 
-    sessions = typer.Typer(help="List or forget host sessions (bindings to agent conversations).")
-    app.add_typer(sessions, name="sessions")
 
-    @sessions.command("list", help="List every session binding, all engines.")
-    def sessions_list(fmt: FormatOption = "text") -> None:
-        check_format(fmt)
-        host = state.host()
-        bindings = host.store.all()
-        if fmt == "json":
-            print_json({"version": 1, "path": str(host.store.path), "bindings": bindings})
-            return
-        if not bindings:
-            typer.echo(f"no sessions yet ({host.store.path})")
-            return
-        for key, b in sorted(bindings.items(), key=lambda kv: kv[1].updated_at):
-            typer.echo(f"{key}  {b.engine or '?'}  {b.conversation_id}  {b.updated_at}  {b.cwd}")
-
-    @sessions.command("forget", help="Forget a session's binding on the selected engine (exit 4 if unknown).")
-    def sessions_forget(
-        name: Annotated[str, typer.Argument(help="Host session name.")],
-        engine_name: Annotated[str | None, typer.Option("--engine", "-e", help="Engine whose binding to drop.")] = None,
-    ) -> None:
-        host = state.host(engine=engine_name)
-        engine_obj = _engine_or_fail(host)
-        key = engine_obj.store_key(name)
-        if not host.store.delete(key):
-            fail(f"no such session {name!r} on engine {engine_obj.ENGINE_NAME!r}", ExitCode.NO_SUCH_SESSION)
-        typer.echo(f"forgot {name} ({key})")
-
-
-def _engine_or_fail(host: Host) -> Engine:
+def engine_or_fail(host: Host) -> Engine:
     from agy_host.engines import EngineError
 
     try:
@@ -218,4 +191,4 @@ def _set_engine(host: Host, name: str, fmt: str) -> None:
         typer.echo(f"engine set to {name} in {path}")
 
 
-__all__ = ["MODELS_TIMEOUT_S", "register"]
+__all__ = ["MODELS_TIMEOUT_S", "engine_or_fail", "register"]

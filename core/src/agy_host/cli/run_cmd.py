@@ -1,10 +1,14 @@
 """``agy-host run PROMPT``: one agent turn, streamed.
 
-The command owns a trio nursery for the length of the turn: plugin services
-(the bridge) start first, then the engine's driver, then the turn. Ctrl-C
-asks the engine to abort the turn and waits for its outcome, so the session
-binding is saved and the exit code is 130; a second Ctrl-C stops waiting; a
-third exits the process at once.
+The command owns a trio nursery for the length of the turn: the round-trip
+state (:mod:`agy_host.roundtrip`) first, then plugin services (the bridge,
+bound to it), then the engine's driver, then the turn. A turn that parks on
+a host tool runs the tool and continues until the agent ends its turn; a tool
+result that arrived after its call had died is sent in a follow-up turn of
+the same session (a one-shot command has no "next turn" to carry it).
+Ctrl-C asks the engine to abort the turn and waits for its outcome, so the
+session binding is saved and the exit code is 130; a second Ctrl-C stops
+waiting; a third exits the process at once.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import typer
 
 from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode, epilog
+from agy_host.prompt import PromptBlock
 
 if TYPE_CHECKING:
     import trio
@@ -29,6 +34,7 @@ if TYPE_CHECKING:
     from agy_host.engines import Engine
     from agy_host.host import Host
     from agy_host.rendering import Renderer, RendererFactory
+    from agy_host.roundtrip import RoundTrips
     from agy_host.turn_layer import TurnLayer, TurnResult
     from agy_host.turns import DriverSnapshot, TurnDriver
 
@@ -50,6 +56,8 @@ prints only the final answer.
 """
 
 SESSION_HELP = "Host session to create or continue (letters, digits, . _ - : only)."
+#: Follow-up turns that carry late tool results, at most, per command.
+MAX_LATE_FOLLOW_UPS = 3
 
 
 class RunOptions(msgspec.Struct, kw_only=True):
@@ -69,6 +77,12 @@ class RunOptions(msgspec.Struct, kw_only=True):
     permissions: str | None = None
     skip_permissions: bool | None = None
     verbose: bool = False
+    system_prompt: str | None = None
+    digest: bool | None = None
+    files: list[str] = msgspec.field(default_factory=list)
+    images: list[str] = msgspec.field(default_factory=list)
+    #: The prompt's blocks (text, ``@path`` and ``--file`` resources, images), built by ``run_command``.
+    blocks: list[PromptBlock] = msgspec.field(default_factory=list)
 
 
 def generate_session_name() -> str:
@@ -153,7 +167,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         ] = None,
         permissions: Annotated[
             str | None,
-            typer.Option("--permissions", help="Permission policy: auto, deny, or a plugin's.", metavar="POLICY"),
+            typer.Option(
+                "--permissions", help="Permission policy: auto, deny, ask, rules, or a plugin's.", metavar="POLICY"
+            ),
         ] = None,
         skip_permissions: Annotated[
             bool | None,
@@ -164,7 +180,22 @@ def register(app: typer.Typer, state: CliState) -> None:
             ),
         ] = None,
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's thinking.")] = False,
+        system_prompt: Annotated[
+            str | None,
+            typer.Option("--system-prompt", help="System prompt (TEXT or @FILE) for a new conversation.", metavar="S"),
+        ] = None,
+        digest: Annotated[
+            bool | None, typer.Option("--digest/--no-digest", help="Send the context digest (G1).")
+        ] = None,
+        files: Annotated[
+            list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")
+        ] = None,
+        images: Annotated[
+            list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")
+        ] = None,
     ) -> None:
+        from agy_host.cli.prompt_input import PromptInputError, read_system_prompt
+
         if resume and not session:
             fail("--resume needs --session NAME", ExitCode.USAGE)
         opts = RunOptions(
@@ -184,15 +215,28 @@ def register(app: typer.Typer, state: CliState) -> None:
             permissions=permissions,
             skip_permissions=skip_permissions,
             verbose=verbose,
+            digest=digest,
+            files=files or [],
+            images=images or [],
         )
+        try:
+            opts.system_prompt = read_system_prompt(system_prompt, opts.cwd)
+        except PromptInputError as exc:
+            fail(str(exc), ExitCode.USAGE)
         raise typer.Exit(run_command(state, opts))
 
 
 def run_command(state: CliState, opts: RunOptions) -> int:
     """Everything up to the trio loop: host, renderer, engine, resume check."""
+    from agy_host.builtins import render_context
+    from agy_host.cli.chat_cmd import apply_overrides
+    from agy_host.cli.prompt_input import PromptInputError, prepare
+    from agy_host.cli.sessions_cmd import resume_note
     from agy_host.engines import EngineError
 
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
+    apply_overrides(host, opts.system_prompt, opts.digest)
+    render_context.bind(host.plugins, opts.cwd)
     renderers = host.plugins.renderers()
     factory = renderers.get(opts.fmt)
     if factory is None:
@@ -208,6 +252,23 @@ def run_command(state: CliState, opts: RunOptions) -> int:
             f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})",
             ExitCode.NO_SUCH_SESSION,
         )
+    try:
+        opts.blocks = prepare(
+            opts.prompt,
+            engine,
+            cwd=opts.cwd,
+            files=opts.files,
+            images=opts.images,
+            max_bytes=host.config.prompt.max_attachment_bytes,
+        )
+    except PromptInputError as exc:
+        _early_exit(opts, str(exc), ExitCode.USAGE)
+    note = None if opts.generated_session else resume_note(host, engine, opts.session)
+    if note:
+        host.warn(note)
+    problem = host.policy_problem()
+    if problem:
+        _early_exit(opts, problem, ExitCode.USAGE)
 
     import trio
 
@@ -248,14 +309,25 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
     import trio
 
     from agy_host.rendering import RenderOptions
+    from agy_host.roundtrip import RoundTripSettings, ServiceContext, open_roundtrips
 
     renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose))
     result: TurnResult | None = None
     snapshot: DriverSnapshot | None = None
     error = ""
-    async with trio.open_nursery() as nursery:
+    settings = RoundTripSettings.from_config(host.config.bridge)
+    async with open_roundtrips(settings) as roundtrips, trio.open_nursery() as nursery:
         try:
-            await host.start_services(nursery)
+            context = ServiceContext(
+                roundtrips=roundtrips,
+                engine_name=engine.ENGINE_NAME,
+                cwd=opts.cwd,
+                config=host.config,
+                env=host.env,
+                tools=host.plugins.tools,
+                warn=host.warn,
+            )
+            await host.start_services(nursery, context)
             async with engine.open_driver() as driver:
                 from agy_host.turn_layer import TurnLayer
 
@@ -267,10 +339,12 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
                     config=host.config,
                     sink=renderer.handle,
                     warn=host.warn,
+                    roundtrips=roundtrips,
                 )
                 with trio.CancelScope() as turn_scope:
                     await nursery.start(_watch_sigint, layer, turn_scope)
-                    result = await _turn(host, layer, driver, opts)
+                    result = await _turn(host, layer, driver, opts, roundtrips)
+                roundtrips.detach(layer)
                 snapshot = _snapshot(host, driver)
         except Exception as exc:
             error = _describe(exc)
@@ -300,27 +374,35 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
     return code
 
 
-async def _turn(host: Host, layer: TurnLayer, driver: TurnDriver, opts: RunOptions) -> TurnResult:
+async def _turn(
+    host: Host, layer: TurnLayer, driver: TurnDriver, opts: RunOptions, roundtrips: RoundTrips
+) -> TurnResult:
+    """The turn, its host tools, and follow-up turns for late tool results."""
     from agy_host.prompt import TextBlock
     from agy_host.turn_layer import ToolResultSink
 
-    result = await layer.run_turn(
-        opts.session,
-        [TextBlock(text=opts.prompt)],
-        cwd=opts.cwd,
-        model=opts.model,
-        effort=opts.effort,
-        mode=opts.mode,
-        skip_permissions=opts.skip_permissions,
-        timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
-        inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
-    )
-    if result.stop_reason == "tool_use":
-        tools = {tool.name: tool for tool in host.plugins.tools()}
-        sinks = [s for s in [*host.services, driver] if isinstance(s, ToolResultSink)]
+    tools = {tool.name: tool for tool in host.plugins.tools()}
+    sinks = [roundtrips, *(s for s in [*host.services, driver] if isinstance(s, ToolResultSink))]
+    prompt: list[PromptBlock] = opts.blocks or [TextBlock(text=opts.prompt)]
+    follow_ups = 0
+    while True:
+        result = await layer.run_turn(
+            opts.session,
+            prompt,
+            cwd=opts.cwd,
+            model=opts.model,
+            effort=opts.effort,
+            mode=opts.mode,
+            skip_permissions=opts.skip_permissions,
+            timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
+            inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
+        )
         while result.stop_reason == "tool_use":
             result = await layer.resolve_tool_use(tools, sinks)
-    return result
+        if result.stop_reason == "aborted" or not roundtrips.has_late_results or follow_ups >= MAX_LATE_FOLLOW_UPS:
+            return result
+        follow_ups += 1
+        prompt = []  # the late results are the whole prompt
 
 
 def _snapshot(host: Host, driver: TurnDriver) -> DriverSnapshot | None:

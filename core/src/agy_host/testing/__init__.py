@@ -30,6 +30,9 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
+    "EngineContract": "agy_host.testing.contract",
+    "EngineHarness": "agy_host.testing.contract",
+    "CliResult": "agy_host.testing.pytest_plugin",
     "FakeAgent": "agy_host.testing.agents",
     "fake_acp_agent_command": "agy_host.testing.agents",
     "replay_agent_command": "agy_host.testing.agents",

@@ -99,6 +99,14 @@ replaced by the session id)::
     {"echo": true} / {"echo": "prefix"} / {"echo": {prefix, resources}}
                                      one chunk: prefix + the prompt's text blocks
     {"repeat": {steps, times}}       times null = until cancelled
+    {"mcp_call": {tool, arguments, server, protocol_version, timeout, poll,
+                  prefix, error_prefix, ...}}
+                                     call an MCP tool on a server the client
+                                     gave in mcpServers (initialize, tools/list,
+                                     tools/call over HTTP, polling "STILL
+                                     RUNNING" answers); the result becomes one
+                                     chunk: prefix + text (error_prefix for an
+                                     error); a cancel or the timeout hangs up
 """
 
 from __future__ import annotations
@@ -134,6 +142,8 @@ class _Session:
         self.models = copy.deepcopy(scenario.models)
         self.modes = copy.deepcopy(scenario.modes)
         self.config_options = copy.deepcopy(scenario.config_options)
+        #: What the client listed in ``mcpServers`` (session/new or session/load).
+        self.mcp_servers: list[Any] = []
 
     def state(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -179,6 +189,11 @@ class FakeAcpAgent:
     def close_request(self, msg_id: Any) -> None:
         with self._lock:
             self._pending.pop(msg_id, None)
+
+    def mcp_servers(self, session_id: str) -> list[Any]:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return list(session.mcp_servers) if session is not None else []
 
     def prompt_done(self, run: PromptRun) -> None:
         with self._lock:
@@ -306,6 +321,7 @@ class FakeAcpAgent:
 
             sid = str(uuid.uuid4())
         session = _Session(sid, self.scenario)
+        session.mcp_servers = _mcp_servers(params)
         with self._lock:
             self._sessions[sid] = session
         self.out.send(_wire.result_response(msg_id, {"sessionId": sid, **session.state()}))
@@ -329,6 +345,7 @@ class FakeAcpAgent:
             self.out.send(_wire.error_response(msg_id, AUTH_REQUIRED, "unknown session", {"sessionId": sid}))
             return
         session = _Session(sid, sc)
+        session.mcp_servers = _mcp_servers(params)
         with self._lock:
             self._sessions[sid] = session
         if sc.load == "replay":
@@ -439,6 +456,11 @@ class FakeAcpAgent:
             with self._lock:
                 self._sessions.pop(sid, None)
         self.out.send(_wire.result_response(msg_id, {}))
+
+
+def _mcp_servers(params: dict[str, Any]) -> list[Any]:
+    servers = params.get("mcpServers")
+    return list(servers) if isinstance(servers, list) else []
 
 
 _HANDLERS: dict[str, Any] = {

@@ -126,3 +126,108 @@ def recordings_dir(request: pytest.FixtureRequest) -> Path:
             f"no {RECORDINGS_SUBDIR} above pytest's rootdir {request.config.rootpath}: not an agy-host checkout"
         )
     return found
+
+
+@pytest.fixture
+def fake_agy(tmp_path: Path) -> Callable[..., Any]:
+    """Factory for the fake ``agy`` CLI (stream-json dialect):
+    ``fake_agy("tools", build="1.1.24") -> FakeAgyBin``; put its ``env``
+    (``AGY_BIN``) into the engine's environment. The scenario may be a
+    built-in name, a file, or a dict; keyword options override scenario keys."""
+    from agy_host.testing.fake_agy import make_fake_agy
+
+    workdir = tmp_path / "fake-agy"
+
+    def make(scenario: str | Mapping[str, Any] = "happy", **options: Any) -> Any:
+        spec = dict(scenario) if isinstance(scenario, Mapping) else scenario
+        return make_fake_agy(workdir, spec, **options)
+
+    return make
+
+
+# ---------------------------------------------------------------------------
+# For plugin authors: the real CLI in a subprocess, and the engine contract.
+# ---------------------------------------------------------------------------
+
+
+class CliResult:
+    """What one ``agy-host`` subprocess did (see the ``agy_host_cli`` fixture)."""
+
+    def __init__(self, args: list[str], returncode: int, stdout: str, stderr: str) -> None:
+        self.args = args
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+
+    def json(self) -> Any:
+        """stdout as one JSON document (``--format json`` of most commands)."""
+        import json
+
+        return json.loads(self.stdout)
+
+    def json_lines(self) -> list[Any]:
+        """stdout as JSON lines (``agy-host run --format json``)."""
+        import json
+
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+    def __repr__(self) -> str:
+        return (
+            f"CliResult(agy-host {' '.join(self.args)!r} -> exit {self.returncode})\n"
+            f"--- stdout ---\n{self.stdout[-3000:]}\n--- stderr ---\n{self.stderr[-3000:]}"
+        )
+
+
+@pytest.fixture
+def agy_host_cli(agy_host_home: AgyHostHome) -> Callable[..., CliResult]:
+    """Run the real ``agy-host`` CLI in a subprocess (this interpreter,
+    ``-m agy_host.cli.main``) inside the isolated ``agy_host_home``; installed
+    plugins load through their entry points as they do for users::
+
+        result = agy_host_cli("run", "--engine", "acp", "--agent", agent.command_line, "hi")
+        assert result.returncode == 0, result
+
+    Keyword arguments: ``env`` (extra variables), ``input`` (stdin text;
+    stdin is empty otherwise), ``cwd``, ``timeout`` (seconds, default 120).
+    ``AGY_HOST_TTY=none`` is set so nothing asks on a terminal."""
+    import subprocess
+    import sys
+
+    def run(
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        input: str | None = None,
+        cwd: str | Path | None = None,
+        timeout: float = 120.0,
+    ) -> CliResult:
+        full = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+        full["AGY_HOST_TTY"] = "none"
+        full.update(env or {})
+        proc = subprocess.run(
+            [sys.executable, "-m", "agy_host.cli.main", *args],
+            env=full,
+            cwd=cwd,
+            input=input,
+            stdin=None if input is not None else subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+        return CliResult(list(args), proc.returncode, proc.stdout, proc.stderr)
+
+    return run
+
+
+@pytest.fixture
+def engine_harness() -> Any:
+    """The engine under test for :class:`agy_host.testing.contract.EngineContract`.
+
+    This default only explains itself: an engine's own ``conftest.py``
+    overrides it with a fixture of the same name returning an
+    :class:`~agy_host.testing.contract.EngineHarness`."""
+    pytest.fail(
+        "the engine contract suite needs an `engine_harness` fixture: define one in your conftest.py that "
+        "returns an agy_host.testing.contract.EngineHarness (see docs/plugins/engines.md)",
+        pytrace=False,
+    )

@@ -141,6 +141,30 @@ class Echo(_Step, tag="echo"):
     resources: bool = False
 
 
+class McpCall(_Step, tag="mcp_call"):
+    """Call ``tool`` on an MCP server from ``mcpServers`` over HTTP, the way an
+    agent does, and stream the result back as one ``agent_message_chunk``
+    (``prefix`` + text, or ``error_prefix`` + text for an error result).
+    A "STILL RUNNING" answer is followed up with ``poll_tool`` until it is
+    done (``poll``); ``timeout`` is the agent's own MCP client deadline."""
+
+    tool: str
+    arguments: dict[str, Any] = {}
+    #: ``mcpServers`` entry name; ``None``: the first HTTP server.
+    server: str | None = None
+    list_tools: bool = True
+    #: Sent in ``initialize`` and as ``MCP-Protocol-Version`` after it (agy sends newer dates).
+    protocol_version: str = "2026-07-28"
+    #: Seconds the agent waits for one ``tools/call`` answer, then hangs up.
+    timeout: float = 30.0
+    poll: bool = True
+    poll_tool: str = "bridge_poll_result"
+    poll_interval: float = 0.2
+    max_polls: int = 300
+    prefix: str = "tool result: "
+    error_prefix: str = "tool error: "
+
+
 class Repeat(_Step, tag="repeat"):
     steps: list[Step]
     #: ``None`` repeats until the prompt is cancelled or the process dies.
@@ -164,6 +188,7 @@ Step = (
     | Stderr
     | Flood
     | Echo
+    | McpCall
     | Repeat
 )
 
@@ -250,6 +275,7 @@ _SHORTHANDS: dict[str, Any] = {
     "flood": lambda v: {"kind": "flood"} if v is True else _as("flood", "count", v),
     "echo": lambda v: {"kind": "echo"} if v is True else _as("echo", "prefix", v),
     "repeat": lambda v: _as("repeat", "steps", v),
+    "mcp_call": lambda v: _as("mcp_call", "tool", v),
 }
 
 STEP_KINDS = tuple(sorted(_SHORTHANDS))
@@ -510,6 +536,7 @@ __all__ = [
     "Error",
     "Flood",
     "Hang",
+    "McpCall",
     "Notify",
     "PromptMeta",
     "PromptUsage",

@@ -17,6 +17,7 @@ predecessor of its current connection.
 
 from __future__ import annotations
 
+import operator
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -40,6 +41,9 @@ from agy_host_acp.process import AgentProcess
 from agy_host_acp.profiles import AgentSpec
 
 CLIENT_NAME = "agy-host"
+_PARAMS = operator.attrgetter("params")
+_SESSION_ID = operator.attrgetter("session_id")
+_UPDATE = operator.attrgetter("update")
 _SIGN_IN = re.compile(r"(Open the following link to authenticate[^:]*:\s*)?(https://accounts\.google\.com/\S+)")
 _MAX_PARSE_NOTICES = 3
 
@@ -60,6 +64,10 @@ class UnsupportedContent(Exception):
 
 class SessionListener(Protocol):
     def on_update(self, update: s.Update) -> None: ...
+
+    def on_updates(self, updates: list[s.Update]) -> None:
+        """The updates of one pipe read for this session, in order."""
+        ...
 
     async def on_permission(self, params: s.RequestPermissionParams) -> dict[str, Any]: ...
 
@@ -154,7 +162,12 @@ class AcpConnection:
                 on_notification=self._notification,
                 on_request=self._request_from_agent,
                 on_protocol_error=self._protocol_error,
-                fast_path=FastPath(marker=s.UPDATE_MARKER, decoder=s.update_line_decoder, handler=self._fast_update),
+                fast_path=FastPath(
+                    marker=s.UPDATE_MARKER,
+                    decoder=s.update_line_decoder,
+                    handler=self._fast_update,
+                    batch_handler=self._fast_updates,
+                ),
             )
             self.log.add("spawn", pid=self.proc.pid, command=self.spec.label)
             await nursery.start(self.rpc.run)
@@ -330,10 +343,41 @@ class AcpConnection:
     # -- traffic from the agent -------------------------------------------------------
 
     def _fast_update(self, message: s.UpdateNotification) -> None:
-        if message.method != "session/update":
-            self.log.add("notification", method=message.method)
-            return
+        # The decoder only accepts ``"method": "session/update"``.
         self._route_update(message.params.session_id, message.params.update)
+
+    def _fast_updates(self, messages: list[s.UpdateNotification]) -> None:
+        """The ``session/update`` lines of one pipe read, in order: each run of
+        consecutive updates of one session goes to its listener in one call."""
+        notes = list(map(_PARAMS, messages))
+        sids = set(map(_SESSION_ID, notes))
+        if len(sids) == 1:  # the flood: one session (C-level loops, no per-line Python)
+            self._route_updates(sids.pop(), list(map(_UPDATE, notes)))
+            return
+        run: list[s.Update] = []
+        run_sid: str | None = None
+        for message in messages:
+            params = message.params
+            sid = params.session_id
+            if sid != run_sid and run:
+                self._route_updates(run_sid, run)
+                run = []
+            run_sid = sid
+            run.append(params.update)
+        if run:
+            self._route_updates(run_sid, run)
+
+    def _route_updates(self, sid: str | None, updates: list[s.Update]) -> None:
+        if sid is None:
+            sid = self.last_session
+        if sid in self._loading:
+            self.replayed += len(updates)
+            return
+        listener = self.listeners.get(sid) if sid is not None else None
+        if listener is None:
+            self.dropped += len(updates)
+            return
+        listener.on_updates(updates)
 
     def _route_update(self, sid: str | None, update: s.Update) -> None:
         if sid is None:

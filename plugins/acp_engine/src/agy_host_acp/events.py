@@ -19,6 +19,7 @@ back to ``rawOutput`` (often only a display title).
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Any
 
@@ -40,6 +41,7 @@ from agy_host.events import (
 from agy_host.textguard import CumulativeGuard
 from agy_host_acp import schema as s
 
+_CONTENT_TEXT = operator.attrgetter("content.text")
 _TITLE_TOOL = re.compile(r"\bRun(?:ning)?\s+([A-Za-z_][\w.]*)", re.IGNORECASE)
 
 
@@ -148,6 +150,51 @@ class UpdateMapper:
         name = update.kind if isinstance(update, s.UnknownUpdate) else type(update).__name__
         self.ignored[name] = self.ignored.get(name, 0) + 1
         return None
+
+    def map_many(self, updates: list[s.Update]) -> list[Activity]:
+        """:meth:`map` over a batch (one pipe read), in order, with each run of
+        consecutive message chunks mapped as one text delta (and each run of
+        thought chunks as one thought delta): the turn handle would merge them
+        anyway, and the run costs one guard call instead of one per chunk."""
+        out: list[Activity] = []
+        message = s.AgentMessageChunk
+        if set(map(type, updates)) == {message}:  # the flood: message chunks only, C-level loops
+            texts = list(filter(None, map(_CONTENT_TEXT, updates)))
+            self._flush_run(message, texts, out)
+            return out
+        thought = s.AgentThoughtChunk
+        run: list[str] = []
+        run_kind: type | None = None
+        for update in updates:
+            kind = type(update)
+            if kind is message or kind is thought:
+                if kind is not run_kind:
+                    if run:
+                        self._flush_run(run_kind, run, out)
+                        run = []
+                    run_kind = kind
+                text = update.content.text  # type: ignore[union-attr]
+                if text:
+                    run.append(text)
+                continue
+            if run:
+                self._flush_run(run_kind, run, out)
+                run = []
+            run_kind = None
+            activity = self.map(update)
+            if activity is not None:
+                out.append(activity)
+        if run:
+            self._flush_run(run_kind, run, out)
+        return out
+
+    def _flush_run(self, kind: type | None, texts: list[str], out: list[Activity]) -> None:
+        if kind is s.AgentMessageChunk:
+            delta = self.guard.feed_many(texts)
+            if delta:
+                out.append(TextActivity(delta=delta))
+        else:
+            out.append(ThoughtActivity(delta="".join(texts)))
 
     def _tool_call(self, update: s.ToolCall) -> Activity | None:
         call_id = update.tool_call_id

@@ -111,11 +111,18 @@ class FastPath(msgspec.Struct, frozen=True):
     Lines containing ``marker`` are first decoded with ``decoder`` straight
     into their final struct and handed to ``handler``; a line that does not
     fit falls back to the generic envelope path, so nothing is lost.
+
+    With ``batch_handler``, the fast-path messages of one read are handed
+    over together, in order, as one list: a run of them is interrupted (the
+    list so far delivered first) by any other line, so the order of all
+    messages is kept. One call per read instead of one per line is what keeps
+    a 200,000-chunk flood near the cost of decoding it.
     """
 
     marker: bytes
     decoder: Any
     handler: Callable[[Any], None]
+    batch_handler: Callable[[list[Any]], None] | None = None
 
 
 NotificationHandler = Callable[[str, msgspec.Raw], None]
@@ -212,6 +219,7 @@ class JsonRpcConnection:
     async def _read_loop(self) -> None:
         receive = self._receive.receive_some
         feed = self._buffer.feed
+        batched = self._fast is not None and self._fast.batch_handler is not None
         while True:
             try:
                 data = await receive(READ_CHUNK)
@@ -224,9 +232,54 @@ class JsonRpcConnection:
             lines, dropped = feed(bytes(data) if type(data) is not bytes else data)
             if dropped:
                 self._on_protocol_error(f"refused {dropped} line(s) longer than {self._buffer.max_line} bytes", b"")
+            if batched:
+                self._dispatch_batch(lines)
+                continue
             for line in lines:
                 if line:
                     self._dispatch(line)
+
+    def _dispatch_batch(self, lines: list[bytes]) -> None:
+        """Every line of one read: fast-path messages collected into runs for
+        ``batch_handler``, anything else dispatched alone, in order."""
+        fast = self._fast
+        assert fast is not None and fast.batch_handler is not None
+        decode = fast.decoder.decode
+        deliver = fast.batch_handler
+        # The flood: every line of the read is a fast-path message, decoded in
+        # one comprehension. Any other line (a response, garbage, an empty
+        # line) fails its decode and the read is dispatched line by line.
+        try:
+            every = list(map(decode, lines))
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            pass
+        else:
+            if every:
+                self.received += len(every)
+                deliver(every)
+            return
+        marker = fast.marker
+        run: list[Any] = []
+        append = run.append
+        for line in lines:
+            if marker in line:
+                try:
+                    append(decode(line))
+                    continue
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    pass  # not the shape the fast path knows: the generic path decides
+            elif not line:
+                continue
+            if run:
+                self.received += len(run)
+                deliver(run)
+                run = []
+                append = run.append
+            self.received += 1
+            self._dispatch_envelope(line)
+        if run:
+            self.received += len(run)
+            deliver(run)
 
     def _dispatch(self, line: bytes) -> None:
         self.received += 1
@@ -239,6 +292,9 @@ class JsonRpcConnection:
             else:
                 fast.handler(message)
                 return
+        self._dispatch_envelope(line)
+
+    def _dispatch_envelope(self, line: bytes) -> None:
         try:
             env = self._decoder.decode(line)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:

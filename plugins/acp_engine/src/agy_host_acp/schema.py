@@ -14,7 +14,7 @@ is mapped explicitly.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -193,12 +193,15 @@ class _Update(msgspec.Struct, tag_field="sessionUpdate", rename="camel", kw_only
     pass
 
 
-class AgentMessageChunk(_Update, tag="agent_message_chunk", kw_only=True):
+# The flood's structs are not tracked by the cycle collector (``gc=False``): a
+# decoded update holds only strings and untracked structs, so it can never be
+# part of a cycle, and 200,000 tracked objects per turn would cost collections.
+class AgentMessageChunk(_Update, tag="agent_message_chunk", kw_only=True, gc=False):
     content: Content
     message_id: str | None = None
 
 
-class AgentThoughtChunk(_Update, tag="agent_thought_chunk", kw_only=True):
+class AgentThoughtChunk(_Update, tag="agent_thought_chunk", kw_only=True, gc=False):
     content: Content
 
 
@@ -284,15 +287,18 @@ class UnknownUpdate(msgspec.Struct, kw_only=True):
     raw: Any
 
 
-class SessionNotification(_Wire, kw_only=True):
+class SessionNotification(_Wire, kw_only=True, gc=False):
     session_id: str | None = None
     update: KnownUpdate
 
 
-class UpdateNotification(msgspec.Struct, kw_only=True):
-    """A whole ``session/update`` JSON-RPC line, decoded in one pass (the hot path)."""
+class UpdateNotification(msgspec.Struct, kw_only=True, gc=False):
+    """A whole ``session/update`` JSON-RPC line, decoded in one pass (the hot path).
 
-    method: str
+    ``method`` must be ``session/update``: any other notification fails this
+    decoder and takes the generic path."""
+
+    method: Literal["session/update"]
     params: SessionNotification
 
 

@@ -53,6 +53,13 @@ class Turn:
         if activity is not None:
             self.handle.emit(activity)
 
+    def on_updates(self, updates: list[s.Update]) -> None:
+        """Every update of one pipe read, in order (the hot path)."""
+        self.timers.touch()
+        emit = self.handle.emit
+        for activity in self.mapper.map_many(updates):
+            emit(activity)
+
     def on_notice(self, level: str, message: str, code: str) -> None:
         lvl = level if level in ("info", "warning", "error") else "warning"
         self.handle.emit(NoticeActivity(level=lvl, message=message, code=code))  # type: ignore[arg-type]

@@ -1,0 +1,163 @@
+"""The human at the terminal: one question at a time, on ``/dev/tty``, cancellable.
+
+The ``ask`` permission policy and the bridge's ``ask_user`` tool both need a
+person. Three choices here keep that safe:
+
+* **``/dev/tty``, not stdin.** ``agy-host run`` may read its prompt from a
+  pipe, and its stdout may be a pipe to a script; the controlling terminal is
+  where a person actually is (``sudo`` and ``ssh`` ask there for the same
+  reason). No controlling terminal (CI, a daemon) is :class:`NoTerminal`.
+  ``AGY_HOST_TTY`` names another terminal (tests point it at a pty);
+  ``AGY_HOST_TTY=none`` turns asking off.
+* **No thread.** The terminal is opened as a *new* open file description
+  with ``O_NONBLOCK`` and read through ``trio.lowlevel.wait_readable``. A
+  question that is cancelled (the turn was aborted, the permission deadline
+  passed) leaves no thread blocked in ``read()`` that would swallow the next
+  line the user types. The shell's own descriptor keeps its blocking mode:
+  the flag belongs to the description we opened, not to the terminal.
+* **One question at a time.** A lock per trio run (a ``RunVar``), so a
+  permission prompt and an ``ask_user`` question never interleave.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+
+import trio
+
+TTY_ENV = "AGY_HOST_TTY"
+DEFAULT_TTY = "/dev/tty"
+#: Invalid answers tolerated before a question counts as unanswered.
+MAX_ATTEMPTS = 5
+#: A line longer than this is cut (a paste gone wrong must not grow memory).
+MAX_LINE = 64 * 1024
+
+_LOCK: trio.lowlevel.RunVar[trio.Lock] = trio.lowlevel.RunVar("agy_host_terminal_lock")
+
+
+class NoTerminal(Exception):
+    """There is no terminal to ask on (or it went away mid-question)."""
+
+
+def tty_path(env: Mapping[str, str]) -> str | None:
+    """The terminal to ask on, or ``None`` when asking is turned off."""
+    value = env.get(TTY_ENV, "").strip()
+    if value.lower() in {"none", "off", "0"}:
+        return None
+    return value or DEFAULT_TTY
+
+
+def terminal_available(env: Mapping[str, str]) -> str | None:
+    """``None`` when a terminal can be opened, else why not (for preflight checks)."""
+    path = tty_path(env)
+    if path is None:
+        return f"asking is turned off (${TTY_ENV}=none)"
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError as exc:
+        return f"no terminal to ask on ({path}: {exc.strerror or exc})"
+    os.close(fd)
+    return None
+
+
+class Terminal:
+    """One open terminal; use :func:`open_terminal`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._buffer = b""
+
+    async def write(self, text: str) -> None:
+        data = text.encode("utf-8", "replace")
+        while data:
+            try:
+                n = os.write(self.fd, data)
+            except BlockingIOError:
+                await trio.lowlevel.wait_writable(self.fd)
+                continue
+            except OSError as exc:
+                raise NoTerminal(f"the terminal went away ({exc.strerror or exc})") from exc
+            data = data[n:]
+
+    async def read_line(self) -> str:
+        """The next line typed (without its newline)."""
+        while b"\n" not in self._buffer:
+            try:
+                chunk = os.read(self.fd, 4096)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(self.fd)
+                continue
+            except OSError as exc:
+                if exc.errno == errno.EINTR:
+                    continue
+                raise NoTerminal(f"the terminal went away ({exc.strerror or exc})") from exc
+            if not chunk:
+                raise NoTerminal("the terminal closed (end of input)")
+            self._buffer = (self._buffer + chunk)[-MAX_LINE:]
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line.decode("utf-8", "replace").rstrip("\r")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+@contextlib.asynccontextmanager
+async def open_terminal(env: Mapping[str, str]) -> AsyncIterator[Terminal]:
+    """The terminal, held for one question (others wait their turn).
+
+    Raises :class:`NoTerminal` when there is none.
+    """
+    path = tty_path(env)
+    if path is None:
+        raise NoTerminal(f"asking is turned off (${TTY_ENV}=none)")
+    try:
+        lock = _LOCK.get()
+    except LookupError:
+        lock = trio.Lock()
+        _LOCK.set(lock)
+    async with lock:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+        except OSError as exc:
+            raise NoTerminal(f"no terminal to ask on ({path}: {exc.strerror or exc})") from exc
+        term = Terminal(fd)
+        try:
+            yield term
+        finally:
+            term.close()
+
+
+async def choose(term: Terminal, choices: Sequence[str], *, prompt: str) -> int | None:
+    """Ask for one of ``choices`` by number (1-based); ``0`` or ``q`` means no
+    answer. Returns the 0-based index, or ``None`` when the person declined
+    or gave :data:`MAX_ATTEMPTS` answers that were not a choice."""
+    for _ in range(MAX_ATTEMPTS):
+        await term.write(prompt)
+        answer = (await term.read_line()).strip().lower()
+        if answer in {"0", "q", "quit", "c", "cancel"}:
+            return None
+        if answer.isdigit() and 1 <= int(answer) <= len(choices):
+            return int(answer) - 1
+        exact = [i for i, c in enumerate(choices) if c.strip().lower() == answer and answer]
+        if len(exact) == 1:
+            return exact[0]
+        await term.write(f"  please type a number from 1 to {len(choices)} (0 for no answer)\n")
+    await term.write("  no valid answer; giving up\n")
+    return None
+
+
+__all__ = [
+    "DEFAULT_TTY",
+    "MAX_ATTEMPTS",
+    "TTY_ENV",
+    "NoTerminal",
+    "Terminal",
+    "choose",
+    "open_terminal",
+    "terminal_available",
+    "tty_path",
+]

@@ -1,0 +1,159 @@
+"""The ``ask`` permission policy: the person at the terminal decides.
+
+It shows what the agent wants to do (title, tool, arguments, the diff of an
+edit) and the agent's own options, and answers with the option the person
+picked. Antigravity asks *questions* as permission requests
+(``interaction_`` ids, every option an answer): they are shown as a question
+and answered only by a person, never picked automatically.
+
+Without a terminal the ``permissions.ask_fallback`` setting decides:
+``allow`` or ``deny`` by option kind, or ``fail`` (``run`` refuses to start,
+see :meth:`AskPolicy.check_ready`; a request that comes anyway is cancelled).
+A question is cancelled in every fallback: a silent answer would be a lie.
+
+The host bounds every decision with ``turn.permission_timeout_seconds`` and
+an abort cancels the question (the terminal read is cancellable), so the
+agent always gets an answer.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from agy_host import hookimpl
+from agy_host.builtins.ask_terminal import NoTerminal, Terminal, choose, open_terminal, terminal_available
+from agy_host.permissions import (
+    PermissionDecision,
+    PermissionPolicy,
+    PermissionRequest,
+    choose_allow,
+    choose_reject,
+)
+
+if TYPE_CHECKING:
+    from agy_host.config import Config
+    from agy_host.events import FileDiff
+
+#: Lines of an edit's diff shown before the rest is summarised.
+DIFF_LINES = 100
+#: Characters of the arguments shown.
+ARGS_CHARS = 600
+
+
+class AskPolicy:
+    """Ask the person at the terminal; fall back per ``permissions.ask_fallback``."""
+
+    name = "ask"
+
+    def __init__(self) -> None:
+        self.fallback = "deny"
+        self.env: Mapping[str, str] = os.environ
+
+    def configure(self, config: Config, env: Mapping[str, str]) -> None:
+        """Called by the host once the policy is selected."""
+        self.fallback = config.permissions.ask_fallback
+        self.env = env
+
+    def check_ready(self) -> str | None:
+        """Why a run must not start (``ask_fallback = "fail"`` and no
+        terminal), or ``None``."""
+        if self.fallback != "fail":
+            return None
+        problem = terminal_available(self.env)
+        if problem is None:
+            return None
+        return (
+            f"permission policy 'ask' needs a terminal: {problem}. "
+            "Set permissions.ask_fallback to 'allow' or 'deny' for runs without one."
+        )
+
+    async def decide(self, request: PermissionRequest) -> PermissionDecision:
+        try:
+            async with open_terminal(self.env) as term:
+                return await self._ask(term, request)
+        except NoTerminal as exc:
+            return self.without_terminal(request, str(exc))
+
+    def without_terminal(self, request: PermissionRequest, why: str) -> PermissionDecision:
+        if request.is_question:
+            return PermissionDecision(option_id=None, policy=self.name, reason=f"a question needs a person; {why}")
+        if self.fallback == "fail":
+            return PermissionDecision(
+                option_id=None, policy=self.name, reason=f"{why}; permissions.ask_fallback = fail, cancelled"
+            )
+        pick = choose_allow if self.fallback == "allow" else choose_reject
+        opt = pick(request.options)
+        if opt is None:
+            return PermissionDecision(
+                option_id=None, policy=self.name, reason=f"{why}; no {self.fallback} option offered"
+            )
+        return PermissionDecision(
+            option_id=opt.option_id, policy=self.name, reason=f"{why}; fallback {self.fallback}: {opt.kind}"
+        )
+
+    async def _ask(self, term: Terminal, request: PermissionRequest) -> PermissionDecision:
+        if not request.options:
+            return PermissionDecision(option_id=None, policy=self.name, reason="the agent offered no options")
+        await term.write(render_request(request))
+        names = [opt.name or opt.option_id for opt in request.options]
+        span = f"1-{len(names)}" if len(names) > 1 else "1"
+        index = await choose(
+            term, names, prompt=f"  {'answer' if request.is_question else 'choose'} [{span}, 0 for none]: "
+        )
+        if index is None:
+            what = "did not answer" if request.is_question else "declined to choose"
+            return PermissionDecision(option_id=None, policy=self.name, reason=f"the user {what}; cancelled")
+        opt = request.options[index]
+        return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=f"the user chose {names[index]!r}")
+
+
+def render_request(request: PermissionRequest) -> str:
+    """What the person sees before choosing."""
+    lines: list[str] = [""]
+    if request.is_question:
+        lines.append("agy-host: the agent asks you a question")
+        lines.append(f"  {request.title or '(no question text)'}")
+        lines.extend(f"    {i}) {opt.name or opt.option_id}" for i, opt in enumerate(request.options, 1))
+        lines.append("    0) do not answer")
+        return "\n".join(lines) + "\n"
+    lines.append("agy-host: the agent asks for permission")
+    lines.append(f"  {request.title or '(untitled request)'}")
+    tool = request.tool_name or "tool"
+    lines.append(f"  tool: {tool} ({request.tool_kind})")
+    if request.args:
+        text = json.dumps(request.args, ensure_ascii=False, sort_keys=True, default=str)
+        if len(text) > ARGS_CHARS:
+            text = text[:ARGS_CHARS] + " …"
+        lines.append(f"  args: {text}")
+    if request.diff is not None:
+        lines.extend(f"  {line}" for line in render_diff(request.diff))
+    lines.append("  options:")
+    lines.extend(f"    {i}) {opt.name or opt.option_id}  [{opt.kind}]" for i, opt in enumerate(request.options, 1))
+    lines.append("    0) cancel (no answer)")
+    return "\n".join(lines) + "\n"
+
+
+def render_diff(diff: FileDiff, limit: int = DIFF_LINES) -> list[str]:
+    """A unified diff of the edit, cut at ``limit`` lines."""
+    old = diff.old_text or ""
+    head = f"--- {diff.path} ({'new file' if diff.old_text is None else 'edit'})"
+    body = list(
+        difflib.unified_diff(
+            old.splitlines(), diff.new_text.splitlines(), fromfile="before", tofile="after", lineterm="", n=2
+        )
+    )[2:]
+    if len(body) > limit:
+        body = [*body[:limit], f"… {len(body) - limit} more diff lines"]
+    return [head, *body] if body else [head, "(no change)"]
+
+
+@hookimpl
+def agy_host_register_permission_policies(register: Callable[[PermissionPolicy], None]) -> None:
+    register(AskPolicy())
+
+
+__all__ = ["AskPolicy", "render_diff", "render_request"]

@@ -1,0 +1,115 @@
+"""The ``rules`` permission policy: config rules decide, deny wins.
+
+``[[permissions.rules]]`` entries match a request by tool kind, title and
+tool name (globs, case-insensitive) and say ``allow``, ``deny`` or ``ask``.
+Every rule is checked; when several match, ``deny`` wins over ``ask`` and
+``ask`` over ``allow``, so adding a broad ``allow`` can never undo a narrow
+``deny`` written above or below it (the datasette rule: deny wins, and every
+decision names its reason). No match: ``permissions.rules_default``.
+
+``ask`` is the :class:`~agy_host.builtins.permission_ask.AskPolicy` with the
+same configuration (terminal, or its fallback). Questions (``interaction_``
+requests) are never answered by a rule: ``deny`` cancels them, anything
+else asks the person.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Literal
+
+from agy_host import hookimpl
+from agy_host.builtins.permission_ask import AskPolicy
+from agy_host.permissions import (
+    PermissionDecision,
+    PermissionPolicy,
+    PermissionRequest,
+    choose_allow,
+    choose_reject,
+)
+
+if TYPE_CHECKING:
+    from agy_host.config import Config, PermissionRule
+
+Action = Literal["allow", "deny", "ask"]
+_STRENGTH: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def _globs(value: str | list[str]) -> list[str]:
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _match(patterns: str | list[str], value: str) -> bool:
+    globs = _globs(patterns)
+    return not globs or any(fnmatch.fnmatchcase(value.lower(), g.lower()) for g in globs)
+
+
+def rule_matches(rule: PermissionRule, request: PermissionRequest) -> bool:
+    return (
+        _match(rule.kind, request.tool_kind)
+        and _match(rule.title, request.title)
+        and _match(rule.name, request.tool_name)
+    )
+
+
+def describe_rule(index: int, rule: PermissionRule) -> str:
+    parts = [f"{field}={_globs(value)!r}" for field in ("kind", "title", "name") if (value := getattr(rule, field))]
+    return f"rule {index} ({', '.join(parts) or 'any request'}): {rule.action}"
+
+
+def evaluate(rules: Sequence[PermissionRule], request: PermissionRequest, default: Action) -> tuple[Action, str]:
+    """The winning action and why (deny > ask > allow; ``default`` if none match)."""
+    best: tuple[Action, str] | None = None
+    for index, rule in enumerate(rules, 1):
+        if not rule_matches(rule, request):
+            continue
+        if best is None or _STRENGTH[rule.action] > _STRENGTH[best[0]]:
+            best = (rule.action, describe_rule(index, rule))
+    if best is None:
+        return default, f"no rule matched; rules_default is {default}"
+    return best
+
+
+class RulesPolicy:
+    """Config rules; see the module docstring."""
+
+    name = "rules"
+
+    def __init__(self) -> None:
+        self.rules: list[PermissionRule] = []
+        self.default: Action = "ask"
+        self.ask = AskPolicy()
+
+    def configure(self, config: Config, env: Mapping[str, str]) -> None:
+        self.rules = list(config.permissions.rules)
+        self.default = config.permissions.rules_default
+        self.ask.configure(config, env)
+
+    def check_ready(self) -> str | None:
+        return self.ask.check_ready() if self.default == "ask" or any(r.action == "ask" for r in self.rules) else None
+
+    async def decide(self, request: PermissionRequest) -> PermissionDecision:
+        action, why = evaluate(self.rules, request, self.default)
+        if request.is_question:
+            if action == "deny":
+                return PermissionDecision(option_id=None, policy=self.name, reason=f"{why}; the question is cancelled")
+            action = "ask"  # only a person answers a question
+        if action == "ask":
+            decision = await self.ask.decide(request)
+            return PermissionDecision(
+                option_id=decision.option_id, policy=self.name, reason=f"{why}; {decision.reason}"
+            )
+        pick = choose_allow if action == "allow" else choose_reject
+        opt = pick(request.options)
+        if opt is None:
+            return PermissionDecision(option_id=None, policy=self.name, reason=f"{why}; no {action} option offered")
+        return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=f"{why} ({opt.kind})")
+
+
+@hookimpl
+def agy_host_register_permission_policies(register: Callable[[PermissionPolicy], None]) -> None:
+    register(RulesPolicy())
+
+
+__all__ = ["RulesPolicy", "describe_rule", "evaluate", "rule_matches"]

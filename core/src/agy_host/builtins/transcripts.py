@@ -1,0 +1,251 @@
+"""Transcripts: what each host session said and heard, turn by turn.
+
+``$XDG_STATE_HOME/agy-host/transcripts/<session>.jsonl``, one JSON object per
+line: the user's prompt, the host tools the agent called, the answer. They
+are the host side of the conversation, which the agents do not share: the
+G1 digest reads them to tell one engine what happened on another, and
+``agy-host sessions show`` prints them.
+
+The observer sees a turn through two hooks: ``agy_host_prompt_parts`` (the
+only place the user's text and the working directory pass by; it adds no
+parts) and ``agy_host_render_event`` (the answer, host tool calls and how
+the turn ended). A turn is written when it ends, all its lines in one
+``write`` on an ``O_APPEND`` descriptor, so concurrent agy-host processes
+never interleave half lines and a crash loses at most the turn in flight.
+A torn or foreign line is skipped when reading, never fatal.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import msgspec
+
+from agy_host import hookimpl
+from agy_host.events import HostEvent, ToolUseRequested, TurnEnded, TurnStarted
+
+if TYPE_CHECKING:
+    from agy_host.prompt_parts import PromptContext, PromptPart
+
+TRANSCRIPT_VERSION = 1
+TRANSCRIPTS_DIR = "transcripts"
+
+Role = Literal["user", "assistant", "tool"]
+
+
+class TranscriptEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One line of a transcript."""
+
+    #: Format version, on every line (a reader skips lines it does not know).
+    v: int
+    #: ISO 8601 UTC time the turn ended.
+    ts: str
+    role: Role
+    text: str = ""
+    engine: str = ""
+    agent: str = ""
+    #: The agent conversation the turn ran in: entries of the conversation a
+    #: turn continues are already in that agent's own history.
+    conversation_id: str | None = None
+    cwd: str = ""
+    #: ``assistant`` entries: how the turn ended.
+    stop_reason: str = ""
+    error: str = ""
+    #: ``tool`` entries: the host tool and its arguments.
+    tool: str = ""
+    args: dict[str, object] = msgspec.field(default_factory=dict)
+    is_error: bool = False
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(TranscriptEntry)
+
+
+def transcripts_dir(env: Mapping[str, str] | None = None) -> Path:
+    from agy_host.config import state_dir
+
+    return state_dir(env) / TRANSCRIPTS_DIR
+
+
+def transcript_path(session: str, env: Mapping[str, str] | None = None) -> Path:
+    """Session names are checked by the CLI (letters, digits, ``._-:``), so the
+    name is the file name; anything else is refused rather than escaped."""
+    if not session or "/" in session or session in {".", ".."} or "\0" in session:
+        raise ValueError(f"not a session name: {session!r}")
+    return transcripts_dir(env) / f"{session}.jsonl"
+
+
+def append_entries(session: str, entries: list[TranscriptEntry], env: Mapping[str, str] | None = None) -> Path:
+    """Append ``entries`` with one ``write`` (atomic against other appenders)."""
+    path = transcript_path(session, env)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    data = b"".join(_encoder.encode(e) + b"\n" for e in entries)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        view = memoryview(data)
+        while view:  # a regular file takes it in one go; loop for the pathological case
+            written = os.write(fd, view)
+            view = view[written:]
+    finally:
+        os.close(fd)
+    return path
+
+
+def read_transcript(
+    session: str, env: Mapping[str, str] | None = None, warn: Callable[[str], None] | None = None
+) -> list[TranscriptEntry]:
+    """Every readable entry, oldest first; ``[]`` when there is no transcript."""
+    path = transcript_path(session, env)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    entries: list[TranscriptEntry] = []
+    for number, line in enumerate(data.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(_decoder.decode(line))
+        except msgspec.DecodeError as exc:
+            if warn is not None:
+                warn(f"transcript {path}:{number}: skipped an unreadable line ({exc})")
+    return entries
+
+
+def delete_transcript(session: str, env: Mapping[str, str] | None = None) -> bool:
+    try:
+        transcript_path(session, env).unlink()
+    except FileNotFoundError:
+        return False
+    return True
+
+
+def list_transcripts(env: Mapping[str, str] | None = None) -> dict[str, Path]:
+    """Session name -> transcript file, for every transcript on disk."""
+    root = transcripts_dir(env)
+    if not root.is_dir():
+        return {}
+    return {p.name[: -len(".jsonl")]: p for p in sorted(root.glob("*.jsonl"))}
+
+
+def turns_of(entries: list[TranscriptEntry]) -> int:
+    return sum(1 for e in entries if e.role == "assistant")
+
+
+class _Turn:
+    __slots__ = ("agent", "cwd", "engine", "session", "tools", "user_text")
+
+    def __init__(self, ctx: PromptContext) -> None:
+        self.session = ctx.session
+        self.engine = ctx.engine
+        self.cwd = ctx.cwd
+        self.user_text = ctx.user_text
+        self.agent = ""
+        self.tools: list[ToolUseRequested] = []
+
+
+class TranscriptObserver:
+    """Collects one turn at a time (a host runs one turn at a time) and writes
+    it when it ends."""
+
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
+        self.env = env
+        self._pending: _Turn | None = None
+        self._turn: _Turn | None = None
+
+    def enabled(self) -> bool:
+        from agy_host.builtins.config_capture import current_config
+
+        return current_config().transcripts.enabled
+
+    def prompt(self, ctx: PromptContext) -> None:
+        self._pending = _Turn(ctx)
+
+    def event(self, event: HostEvent) -> None:
+        match event:
+            case TurnStarted():
+                pending, self._pending = self._pending, None
+                if pending is not None and pending.session == event.session:
+                    pending.agent = event.agent
+                    self._turn = pending
+                else:
+                    self._turn = None  # a turn this observer did not see start: nothing to write
+            case ToolUseRequested():
+                if self._turn is not None:
+                    self._turn.tools.append(event)
+            case TurnEnded():
+                turn, self._turn = self._turn, None
+                if turn is not None and self.enabled():
+                    self._write(turn, event)
+            case _:
+                pass
+
+    def _write(self, turn: _Turn, ended: TurnEnded) -> None:
+        from agy_host.store import utc_now
+
+        ts = utc_now()
+
+        def entry(role: Role, **fields: object) -> TranscriptEntry:
+            return msgspec.convert(
+                {
+                    "v": TRANSCRIPT_VERSION,
+                    "ts": ts,
+                    "role": role,
+                    "engine": turn.engine,
+                    "agent": turn.agent,
+                    "conversation_id": ended.conversation_id,
+                    **fields,
+                },
+                TranscriptEntry,
+            )
+
+        entries = [entry("user", text=turn.user_text, cwd=turn.cwd)]
+        for tool in turn.tools:
+            called = msgspec.json.encode(tool.args).decode() if tool.args else "{}"
+            entries.append(
+                entry(
+                    "tool",
+                    tool=tool.name,
+                    args=dict(tool.args),
+                    text=f"(called with {called}; the result went to that agent)",
+                )
+            )
+        entries.append(entry("assistant", text=ended.response, stop_reason=ended.stop_reason, error=ended.error))
+        append_entries(turn.session, entries, self.env)
+
+
+_observer = TranscriptObserver()
+
+
+def observer() -> TranscriptObserver:
+    return _observer
+
+
+@hookimpl(trylast=True)
+def agy_host_prompt_parts(turn: PromptContext) -> list[PromptPart] | None:
+    _observer.prompt(turn)
+    return None
+
+
+@hookimpl
+def agy_host_render_event(event: HostEvent) -> None:
+    _observer.event(event)
+
+
+__all__ = [
+    "TRANSCRIPTS_DIR",
+    "TRANSCRIPT_VERSION",
+    "TranscriptEntry",
+    "TranscriptObserver",
+    "append_entries",
+    "delete_transcript",
+    "list_transcripts",
+    "observer",
+    "read_transcript",
+    "transcript_path",
+    "transcripts_dir",
+    "turns_of",
+]

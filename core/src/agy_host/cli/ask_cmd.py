@@ -1,0 +1,349 @@
+"""``agy-host ask PROMPT``: one-shot delegation, for scripts and other agents.
+
+Unlike ``run`` nothing streams: ``ask`` waits for the turn and reports it in
+one piece, the answer text, the duration, a status (``ok``, ``aborted``,
+``timeout``, ``error``) and a session you can continue (``run --session``,
+``chat --session`` or ``ask --session``), as text (answer on stdout, one
+status line on stderr) or as one JSON document (``--format json``). The exit
+codes are ``run``'s.
+
+``--mode plan`` asks the agy CLI for a review-only plan (``agy -p --mode
+plan``, :mod:`agy_host.cli.ask_plan`): the ACP engine has no plan mode, and
+says so when it is the selected engine.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+import msgspec
+import typer
+
+from agy_host.cli.common import fail
+from agy_host.cli.exit_codes import ExitCode, epilog
+
+if TYPE_CHECKING:
+    from agy_host.cli.app import CliState
+    from agy_host.host import Host
+    from agy_host.prompt import PromptBlock
+    from agy_host.turn_layer import TurnResult
+
+AskStatus = Literal["ok", "aborted", "timeout", "error"]
+
+ASK_HELP = """Ask the agent once and report the answer, duration, status and session.
+
+Nothing streams: the answer comes at the end, on stdout, with one status
+line on stderr (`[ask] ok in 3.2s; session ask-...; continue: agy-host run
+--session ask-... "..."`), or as one JSON document with --format json
+(status ok, aborted, timeout or error; text; duration_s; session;
+conversation_id; exit_code). --session NAME continues that session.
+
+--mode plan asks the agy CLI for a review-only plan (`agy -p --mode plan`):
+the ACP engine has no plan mode. Files: `@path` in the prompt, --file PATH,
+--image PATH.
+"""
+
+
+class AskReport(msgspec.Struct, kw_only=True):
+    """What ``ask --format json`` prints (see docs/json-events.md)."""
+
+    version: int = 1
+    type: str = "ask"
+    status: AskStatus
+    text: str
+    duration_s: float
+    session: str
+    conversation_id: str | None = None
+    engine: str
+    mode: str | None = None
+    exit_code: int
+    error: str | None = None
+    usage: Any = None
+    #: The command that continues this conversation.
+    resume: str | None = None
+
+
+class AskOptions(msgspec.Struct, kw_only=True):
+    prompt: str
+    session: str
+    generated_session: bool = False
+    resume: bool = False
+    engine: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    mode: str | None = None
+    cwd: str
+    fmt: str = "text"
+    timeout_min: float | None = None
+    permissions: str | None = None
+    skip_permissions: bool | None = None
+    system_prompt: str | None = None
+    digest: bool | None = None
+    files: list[str] = msgspec.field(default_factory=list)
+    images: list[str] = msgspec.field(default_factory=list)
+
+
+def generate_ask_name() -> str:
+    return f"ask-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def status_of(result: TurnResult | None) -> AskStatus:
+    if result is None or result.stop_reason == "aborted":
+        return "aborted"
+    if result.stop_reason == "error":
+        return "timeout" if result.error_kind in ("timeout", "inactivity") else "error"
+    return "ok"
+
+
+def exit_code_of(status: AskStatus) -> int:
+    return {"ok": ExitCode.OK, "aborted": ExitCode.INTERRUPTED, "timeout": ExitCode.TIMEOUT}.get(status, ExitCode.ERROR)
+
+
+def print_report(report: AskReport, fmt: str) -> None:
+    if fmt == "json":
+        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
+        sys.stdout.flush()
+        return
+    if report.text:
+        sys.stdout.write(report.text if report.text.endswith("\n") else report.text + "\n")
+        sys.stdout.flush()
+    parts = [f"[ask] {report.status} in {report.duration_s:.1f}s", f"session {report.session}"]
+    if report.conversation_id:
+        parts.append(f"conversation {report.conversation_id}")
+    if report.error:
+        parts.append(f"error: {report.error}")
+    if report.resume:
+        parts.append(f"continue: {report.resume}")
+    print("; ".join(parts), file=sys.stderr, flush=True)
+
+
+def register(app: typer.Typer, state: CliState) -> None:
+    @app.command("ask", help=ASK_HELP, epilog=epilog())
+    def ask(  # noqa: PLR0917 - typer maps each parameter to a CLI option
+        prompt: Annotated[list[str], typer.Argument(help="The question or task.", metavar="PROMPT...")],
+        session: Annotated[
+            str | None, typer.Option("--session", "-s", help="Host session to create or continue.", metavar="NAME")
+        ] = None,
+        resume: Annotated[bool, typer.Option("--resume", help="Fail (exit 4) unless --session exists.")] = False,
+        engine: Annotated[str | None, typer.Option("--engine", "-e", help="Engine to use.", metavar="NAME")] = None,
+        agent: Annotated[
+            str | None, typer.Option("--agent", help="Agent command line or profile name.", metavar="CMD")
+        ] = None,
+        model: Annotated[str | None, typer.Option("--model", "-m", help="Model id.", metavar="ID")] = None,
+        effort: Annotated[str | None, typer.Option("--effort", help="Reasoning effort tier.", metavar="TIER")] = None,
+        mode: Annotated[
+            str | None,
+            typer.Option("--mode", help="accept-edits, or plan (a review-only plan from `agy -p`).", metavar="MODE"),
+        ] = None,
+        cwd: Annotated[
+            Path | None,
+            typer.Option("--cwd", help="Working directory of the agent.", file_okay=False, exists=True, metavar="DIR"),
+        ] = None,
+        fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.", metavar="text|json")] = "text",
+        timeout: Annotated[
+            float | None, typer.Option("--timeout", help="Deadline in minutes (default 10).", min=0, metavar="MINUTES")
+        ] = None,
+        permissions: Annotated[
+            str | None, typer.Option("--permissions", help="Permission policy.", metavar="POLICY")
+        ] = None,
+        skip_permissions: Annotated[
+            bool | None,
+            typer.Option("--skip-permissions/--ask-permissions", help="Let the agent run tools without asking."),
+        ] = None,
+        system_prompt: Annotated[
+            str | None, typer.Option("--system-prompt", help="System prompt: TEXT or @FILE.", metavar="S")
+        ] = None,
+        digest: Annotated[bool | None, typer.Option("--digest/--no-digest", help="Send the context digest.")] = None,
+        files: Annotated[
+            list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")
+        ] = None,
+        images: Annotated[
+            list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")
+        ] = None,
+    ) -> None:
+        from agy_host.cli.common import check_format
+        from agy_host.cli.prompt_input import PromptInputError, read_system_prompt
+        from agy_host.cli.run_cmd import check_session_name
+
+        check_format(fmt)
+        if resume and not session:
+            fail("--resume needs --session NAME", ExitCode.USAGE)
+        where = str((cwd or Path.cwd()).resolve())
+        try:
+            system = read_system_prompt(system_prompt, where)
+        except PromptInputError as exc:
+            fail(str(exc), ExitCode.USAGE)
+        text = " ".join(prompt).strip()
+        if not text:
+            fail("the prompt is empty", ExitCode.USAGE)
+        opts = AskOptions(
+            prompt=text,
+            session=check_session_name(session) if session else generate_ask_name(),
+            generated_session=session is None,
+            resume=resume,
+            engine=engine,
+            agent=agent,
+            model=model,
+            effort=effort,
+            mode=mode,
+            cwd=where,
+            fmt=fmt,
+            timeout_min=timeout,
+            permissions=permissions,
+            skip_permissions=skip_permissions,
+            system_prompt=system,
+            digest=digest,
+            files=files or [],
+            images=images or [],
+        )
+        raise typer.Exit(ask_command(state, opts))
+
+
+def _resume_hint(opts: AskOptions) -> str:
+    """The ``run`` command that continues the conversation (with the same
+    engine and agent when they were chosen on the command line)."""
+    import shlex
+
+    flags = []
+    if opts.engine:
+        flags += ["--engine", opts.engine]
+    if opts.agent:
+        flags += ["--agent", opts.agent]
+    return shlex.join(["agy-host", "run", *flags, "--session", opts.session]) + ' "..."'
+
+
+def ask_command(state: CliState, opts: AskOptions) -> int:
+    from agy_host.cli.chat_cmd import apply_overrides
+    from agy_host.cli.prompt_input import PromptInputError, prepare
+    from agy_host.engines import EngineError
+
+    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
+    apply_overrides(host, opts.system_prompt, opts.digest)
+    if opts.mode == "plan":
+        from agy_host.cli.ask_plan import ask_plan
+
+        return ask_plan(host, opts)
+    try:
+        engine = host.load_engine()
+    except EngineError as exc:
+        return _early(opts, host, str(exc), ExitCode.ERROR)
+    if opts.resume and host.store.get(engine.store_key(opts.session)) is None:
+        listing = ", ".join(host.session_names(engine)) or "none"
+        return _early(
+            opts,
+            host,
+            f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})",
+            ExitCode.NO_SUCH_SESSION,
+        )
+    try:
+        blocks = prepare(
+            opts.prompt,
+            engine,
+            cwd=opts.cwd,
+            files=opts.files,
+            images=opts.images,
+            max_bytes=host.config.prompt.max_attachment_bytes,
+        )
+    except PromptInputError as exc:
+        return _early(opts, host, str(exc), ExitCode.USAGE)
+    import trio
+
+    started = time.monotonic()
+    try:
+        result, error = trio.run(_ask_async, host, opts, blocks)
+    except KeyboardInterrupt:
+        result, error = None, "interrupted"
+    status = status_of(result) if result is not None else "aborted" if error.startswith("interrupted") else "error"
+    report = AskReport(
+        status=status,
+        text=result.response if result is not None else "",
+        duration_s=result.duration_s if result is not None else time.monotonic() - started,
+        session=opts.session,
+        conversation_id=result.conversation_id if result is not None else None,
+        engine=engine.ENGINE_NAME,
+        mode=opts.mode,
+        exit_code=result.exit_code if result is not None else exit_code_of(status),
+        error=(result.error if result is not None else error) or None,
+        usage=result.usage if result is not None else None,
+        resume=_resume_hint(opts) if result is not None and result.conversation_id else None,
+    )
+    print_report(report, opts.fmt)
+    return report.exit_code
+
+
+def _early(opts: AskOptions, host: Host, message: str, code: int) -> int:
+    """Fail before anything ran; JSON callers still get their one document."""
+    if opts.fmt == "json":
+        print_report(
+            AskReport(
+                status="error",
+                text="",
+                duration_s=0.0,
+                session=opts.session,
+                engine=host.engine_flag or host.config.engine or "",
+                mode=opts.mode,
+                exit_code=code,
+                error=message,
+            ),
+            "json",
+        )
+        raise typer.Exit(code)
+    fail(message, code)
+
+
+async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) -> tuple[TurnResult | None, str]:
+    import trio
+
+    from agy_host.cli.conversation import (
+        Conversation,
+        TurnSettings,
+        command_scope,
+        describe_error,
+        watch_interrupts,
+        write_last_run,
+    )
+
+    conv: Conversation | None = None
+    result: TurnResult | None = None
+    error = ""
+    async with trio.open_nursery() as watcher:
+
+        def before_the_turn() -> None:
+            """Ctrl-C while the agent starts: give up at once."""
+            nonlocal error
+            error = "interrupted before the turn started"
+            watcher.cancel_scope.cancel()
+
+        await watcher.start(watch_interrupts, lambda: conv, before_the_turn)
+        try:
+            engine_name = host.load_engine().ENGINE_NAME
+            async with command_scope(host, engine_name=engine_name, cwd=opts.cwd) as (roundtrips, nursery):
+                conv = Conversation(host, nursery=nursery, sink=None, roundtrips=roundtrips, services=host.services)
+                try:
+                    await conv.open()
+                    settings = TurnSettings(
+                        model=opts.model,
+                        effort=opts.effort,
+                        mode=opts.mode,
+                        skip_permissions=opts.skip_permissions,
+                        timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
+                    )
+                    result = await conv.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
+                    if result is None:
+                        error = "interrupted; agy-host stopped waiting for the agent"
+                finally:
+                    write_last_run(host, conv, opts.session, result)
+                    await conv.aclose()
+        except Exception as exc:
+            error = describe_error(exc)
+        finally:
+            watcher.cancel_scope.cancel()
+    return result, error
+
+
+__all__ = ["ASK_HELP", "AskOptions", "AskReport", "ask_command", "exit_code_of", "register", "status_of"]

@@ -1,0 +1,384 @@
+"""``agy-host chat``: many turns in one agent conversation, at a prompt.
+
+The agent (its process, its connection) stays up between turns, so a turn
+costs what the agent takes, not a start-up. The prompt has history and
+line editing (:mod:`agy_host.cli.line_editor`); slash commands change the
+model, mode or engine for the next turn, start a new session, list
+sessions, show doctor rows and help (:mod:`agy_host.cli.chat_slash`).
+Ctrl-C during a turn aborts that turn (the chat goes on); at the prompt it
+clears the line; Ctrl-D or ``/exit`` leaves. ``@path`` in a message attaches
+the file; a pasted path to an image attaches the image.
+
+With stdin not a terminal, each line is one message (scripts, tests).
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+import time
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Annotated
+
+import msgspec
+import typer
+
+from agy_host.cli.common import fail
+from agy_host.cli.exit_codes import ExitCode, epilog
+
+if TYPE_CHECKING:
+    from agy_host.cli.app import CliState
+    from agy_host.cli.conversation import Conversation, TurnSettings
+    from agy_host.cli.line_editor import LineEditor, PipeReader
+    from agy_host.host import Host
+    from agy_host.rendering import Renderer, RendererFactory
+    from agy_host.roundtrip import RoundTrips
+    from agy_host.turn_layer import TurnResult
+
+CHAT_HELP = """Chat with the agent: many turns, one agent conversation.
+
+Type a message and press Enter; the answer streams below it. Up/Down walk
+the history, the usual editing keys work, `@path` attaches a file, a pasted
+image path attaches the image. Ctrl-C during a turn aborts that turn (not
+the chat); Ctrl-D or /exit leaves. /help lists the slash commands (/model,
+/mode, /engine, /new, /sessions, /doctor, ...); `//text` sends `/text` to
+the agent.
+
+Without --session a new session is named chat-YYYYMMDD-HHMMSS-xxxx; with
+--session NAME the chat continues that session's agent conversation
+(--resume: fail with exit 4 unless it exists).
+"""
+
+
+class ChatOptions(msgspec.Struct, kw_only=True):
+    session: str
+    generated_session: bool = False
+    resume: bool = False
+    engine: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    mode: str | None = None
+    cwd: str
+    fmt: str = "text"
+    timeout_min: float | None = None
+    inactivity_min: float | None = None
+    permissions: str | None = None
+    skip_permissions: bool | None = None
+    verbose: bool = False
+    system_prompt: str | None = None
+    digest: bool | None = None
+
+
+def generate_chat_name() -> str:
+    return f"chat-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+
+
+def apply_overrides(host: Host, system_prompt: str | None, digest: bool | None) -> None:
+    """Command-line prompt switches win over the config (for this command only)."""
+    if system_prompt is not None:
+        host.config.system_prompt = system_prompt
+    if digest is not None:
+        host.config.prompt.digest = digest
+
+
+class Chat:
+    """The REPL: reads messages, runs turns, dispatches slash commands."""
+
+    def __init__(
+        self,
+        state: CliState,
+        host: Host,
+        opts: ChatOptions,
+        renderer: Renderer,
+        editor: LineEditor | PipeReader,
+        *,
+        out: IO[str] | None = None,
+    ) -> None:
+        from agy_host.cli.conversation import TurnSettings
+
+        self.state = state
+        self.host = host
+        self.services_host = host
+        self.opts = opts
+        self.renderer = renderer
+        self.editor = editor
+        self.out = out or sys.stdout
+        self.session = opts.session
+        self.cwd = opts.cwd
+        self.settings: TurnSettings = TurnSettings(
+            model=opts.model,
+            effort=opts.effort,
+            mode=opts.mode,
+            skip_permissions=opts.skip_permissions,
+            timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
+            inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
+        )
+        self.conv: Conversation | None = None
+        self.roundtrips: RoundTrips | None = None
+        self.last_result: TurnResult | None = None
+        self.leaving = False
+        self.color = bool(getattr(self.out, "isatty", lambda: False)()) and not host.env.get("NO_COLOR")
+
+    # -- output ------------------------------------------------------------------
+
+    def say(self, text: str = "", style: str = "") -> None:
+        codes = {"dim": "2", "bold": "1", "red": "31", "yellow": "33", "green": "32", "cyan": "36"}
+        if style and self.color:
+            text = "\n".join(f"\x1b[{codes[style]}m{line}\x1b[0m" for line in text.split("\n"))
+        self.out.write(text + "\n")
+        self.out.flush()
+
+    def prompt(self) -> str:
+        engine = self.conv.engine.ENGINE_NAME if self.conv is not None else "?"
+        if self.color:
+            return f"\x1b[2m{engine}\x1b[0m \x1b[1;36m›\x1b[0m "
+        return f"{engine} › "
+
+    def banner(self) -> None:
+        from agy_host.cli.sessions_cmd import resume_note
+
+        assert self.conv is not None
+        engine = self.conv.engine
+        bound = self.host.store.get(engine.store_key(self.session)) is not None
+        label = engine.agent_label()
+        agent = f" ({label})" if label != engine.ENGINE_NAME else ""
+        self.say(
+            f"agy-host chat · {engine.ENGINE_NAME}{agent} · session {self.session}"
+            f"{' (continued)' if bound else ' (new)'} · {self.cwd}",
+            "bold",
+        )
+        self.say("/help lists commands · Ctrl-C stops a turn · Ctrl-D leaves", "dim")
+        note = resume_note(self.host, engine, self.session)
+        if note:
+            self.say(note, "yellow")
+
+    # -- the loop ----------------------------------------------------------------
+
+    async def loop(self) -> int:
+        from agy_host.cli.chat_slash import dispatch
+
+        while not self.leaving:
+            line = await self.editor.read_line(self.prompt())
+            if line is None:
+                break
+            text = line.strip()
+            if not text:
+                continue
+            if text.startswith("/") and not text.startswith("//"):
+                await dispatch(self, text)
+                continue
+            await self.send(line[1:] if text.startswith("//") else line)
+        return ExitCode.OK
+
+    async def send(self, text: str) -> None:
+        from agy_host.cli.prompt_input import PromptInputError, prepare
+
+        assert self.conv is not None
+        try:
+            blocks = prepare(
+                text,
+                self.conv.engine,
+                cwd=self.cwd,
+                detect_pasted=True,
+                max_bytes=self.host.config.prompt.max_attachment_bytes,
+            )
+        except PromptInputError as exc:
+            self.say(f"not sent: {exc}", "red")
+            return
+        with self.editor.turn_mode():
+            self.last_result = await self.conv.turn(self.session, blocks, cwd=self.cwd, settings=self.settings)
+
+    def on_idle_interrupt(self) -> None:
+        """SIGINT with no turn running: only a piped chat or agent start-up
+        gets one (at the terminal prompt Ctrl-C is a key); leave."""
+        self.leaving = True
+        raise KeyboardInterrupt
+
+    async def switch(self, host: Host) -> bool:
+        """Continue on another engine (its own agent conversation for this
+        session); the current one stays up until the new one started."""
+        from agy_host.builtins.config_capture import use_config
+        from agy_host.cli.conversation import Conversation, describe_error
+
+        try:
+            assert self.conv is not None
+            conv = Conversation(
+                host,
+                nursery=self.conv.nursery,
+                sink=self.renderer.handle,
+                roundtrips=self.roundtrips,
+                services=self.services_host.services,
+            )
+            await conv.open()
+        except Exception as exc:
+            self.say(f"cannot switch: {describe_error(exc)}", "red")
+            return False
+        old, self.conv, self.host = self.conv, conv, host
+        use_config(host.config)
+        if old is not None:
+            await old.aclose()
+        return True
+
+
+def register(app: typer.Typer, state: CliState) -> None:
+    @app.command("chat", help=CHAT_HELP, epilog=epilog())
+    def chat(  # noqa: PLR0917 - typer maps each parameter to a CLI option
+        session: Annotated[
+            str | None, typer.Option("--session", "-s", help="Host session to create or continue.", metavar="NAME")
+        ] = None,
+        resume: Annotated[bool, typer.Option("--resume", help="Fail (exit 4) unless --session exists.")] = False,
+        engine: Annotated[str | None, typer.Option("--engine", "-e", help="Engine to use.", metavar="NAME")] = None,
+        agent: Annotated[
+            str | None, typer.Option("--agent", help="Agent command line or profile name.", metavar="CMD")
+        ] = None,
+        model: Annotated[str | None, typer.Option("--model", "-m", help="Model id.", metavar="ID")] = None,
+        effort: Annotated[str | None, typer.Option("--effort", help="Reasoning effort tier.", metavar="TIER")] = None,
+        mode: Annotated[str | None, typer.Option("--mode", help="Agent mode.", metavar="MODE")] = None,
+        cwd: Annotated[
+            Path | None,
+            typer.Option("--cwd", help="Working directory of the agent.", file_okay=False, exists=True, metavar="DIR"),
+        ] = None,
+        fmt: Annotated[
+            str, typer.Option("--format", "-f", help="text, plain or rich (or a plugin's).", metavar="FORMAT")
+        ] = "text",
+        timeout: Annotated[
+            float | None, typer.Option("--timeout", help="Per-turn deadline in minutes.", min=0, metavar="MINUTES")
+        ] = None,
+        inactivity: Annotated[
+            float | None,
+            typer.Option("--inactivity", help="Per-turn inactivity timeout in minutes.", min=0, metavar="MINUTES"),
+        ] = None,
+        permissions: Annotated[
+            str | None, typer.Option("--permissions", help="Permission policy.", metavar="POLICY")
+        ] = None,
+        skip_permissions: Annotated[
+            bool | None,
+            typer.Option("--skip-permissions/--ask-permissions", help="Let the agent run tools without asking."),
+        ] = None,
+        system_prompt: Annotated[
+            str | None,
+            typer.Option("--system-prompt", help="System prompt (TEXT or @FILE) for new conversations.", metavar="S"),
+        ] = None,
+        digest: Annotated[
+            bool | None,
+            typer.Option("--digest/--no-digest", help="Send the context digest (G1) with each message."),
+        ] = None,
+        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the agent's thinking in full.")] = False,
+    ) -> None:
+        from agy_host.cli.prompt_input import PromptInputError, read_system_prompt
+        from agy_host.cli.run_cmd import check_session_name
+
+        if resume and not session:
+            fail("--resume needs --session NAME", ExitCode.USAGE)
+        where = str((cwd or Path.cwd()).resolve())
+        try:
+            system = read_system_prompt(system_prompt, where)
+        except PromptInputError as exc:
+            fail(str(exc), ExitCode.USAGE)
+        opts = ChatOptions(
+            session=check_session_name(session) if session else generate_chat_name(),
+            generated_session=session is None,
+            resume=resume,
+            engine=engine,
+            agent=agent,
+            model=model,
+            effort=effort,
+            mode=mode,
+            cwd=where,
+            fmt=fmt,
+            timeout_min=timeout,
+            inactivity_min=inactivity,
+            permissions=permissions,
+            skip_permissions=skip_permissions,
+            verbose=verbose,
+            system_prompt=system,
+            digest=digest,
+        )
+        raise typer.Exit(chat_command(state, opts))
+
+
+def chat_command(state: CliState, opts: ChatOptions) -> int:
+    from agy_host.builtins import render_context
+    from agy_host.engines import EngineError
+
+    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
+    apply_overrides(host, opts.system_prompt, opts.digest)
+    renderers = host.plugins.renderers()
+    factory = renderers.get(opts.fmt)
+    if factory is None:
+        fail(f"unknown --format {opts.fmt!r}; available: {', '.join(sorted(renderers))}", ExitCode.USAGE)
+    try:
+        engine = host.load_engine()
+    except EngineError as exc:
+        fail(str(exc))
+    if opts.resume and host.store.get(engine.store_key(opts.session)) is None:
+        listing = ", ".join(host.session_names(engine)) or "none"
+        fail(
+            f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})",
+            ExitCode.NO_SUCH_SESSION,
+        )
+    render_context.bind(host.plugins, opts.cwd)
+    import trio
+
+    try:
+        return trio.run(_chat_async, state, host, opts, factory)
+    except BaseExceptionGroup as group:
+        if group.subgroup(KeyboardInterrupt) is None:
+            raise
+    except KeyboardInterrupt:
+        pass
+    print("agy-host: chat interrupted", file=sys.stderr, flush=True)
+    return ExitCode.INTERRUPTED
+
+
+def _editor(host: Host) -> LineEditor | PipeReader:
+    from agy_host.cli.line_editor import History, LineEditor, PipeReader
+
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        return LineEditor(history=History(host.state_dir / "chat-history"))
+    return PipeReader()
+
+
+async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: RendererFactory) -> int:
+    import trio
+
+    from agy_host.cli.conversation import Conversation, command_scope, describe_error, watch_interrupts, write_last_run
+    from agy_host.rendering import RenderOptions
+
+    renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose))
+    editor = _editor(host)
+    chat = Chat(state, host, opts, renderer, editor)
+    code: int = ExitCode.OK
+    engine_name = host.load_engine().ENGINE_NAME
+    try:
+        async with trio.open_nursery() as watcher:
+            await watcher.start(watch_interrupts, lambda: chat.conv, chat.on_idle_interrupt)
+            try:
+                async with command_scope(host, engine_name=engine_name, cwd=opts.cwd) as (roundtrips, nursery):
+                    chat.roundtrips = roundtrips
+                    chat.conv = Conversation(
+                        host, nursery=nursery, sink=renderer.handle, roundtrips=roundtrips, services=host.services
+                    )
+                    try:
+                        await chat.conv.open()
+                        chat.banner()
+                        code = await chat.loop()
+                    finally:
+                        write_last_run(chat.host, chat.conv, chat.session, chat.last_result)
+                        await chat.conv.aclose()
+            except Exception as exc:
+                print(f"agy-host: error: {describe_error(exc)}", file=sys.stderr, flush=True)
+                code = ExitCode.ERROR
+            finally:
+                watcher.cancel_scope.cancel()
+    finally:
+        editor.restore()
+        try:
+            renderer.close()
+        except Exception as exc:
+            host.warn(f"the renderer failed while closing: {describe_error(exc)}")
+    return code
+
+
+__all__ = ["CHAT_HELP", "Chat", "ChatOptions", "apply_overrides", "chat_command", "generate_chat_name", "register"]

@@ -1,0 +1,246 @@
+"""``chat``'s slash commands.
+
+Each command is a small async function taking the :class:`~agy_host.cli.chat_cmd.Chat`
+and the rest of the line; ``/help`` is generated from their one-line docs,
+so a command cannot exist without being listed. Settings changed here
+(model, effort, mode, digest) apply from the next turn on; ``/engine``
+starts the other engine's agent before it lets the current one go, so a
+failed switch leaves the chat where it was.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import msgspec
+
+if TYPE_CHECKING:
+    from agy_host.cli.chat_cmd import Chat
+
+Command = Callable[["Chat", str], Awaitable[None]]
+COMMANDS: dict[str, tuple[str, Command]] = {}
+ALIASES = {"/quit": "/exit", "/q": "/exit", "/?": "/help", "/h": "/help"}
+#: ``/model`` with no argument asks the engine; it may start an agent.
+MODELS_TIMEOUT_S = 30.0
+
+
+def command(name: str, usage: str = "") -> Callable[[Command], Command]:
+    def add(fn: Command) -> Command:
+        doc = (fn.__doc__ or "").strip().split("\n")[0]
+        COMMANDS[name] = (f"{name}{' ' + usage if usage else ''}  {doc}", fn)
+        return fn
+
+    return add
+
+
+async def dispatch(chat: Chat, line: str) -> None:
+    name, _, rest = line.strip().partition(" ")
+    name = ALIASES.get(name.lower(), name.lower())
+    entry = COMMANDS.get(name)
+    if entry is None:
+        chat.say(f"unknown command {name}; /help lists them (//text sends /text to the agent)", "yellow")
+        return
+    await entry[1](chat, rest.strip())
+
+
+@command("/help")
+async def _help(chat: Chat, rest: str) -> None:
+    """This list."""
+    width = max(len(text.split("  ")[0]) for text, _ in COMMANDS.values())
+    for text, _ in COMMANDS.values():
+        head, _, doc = text.partition("  ")
+        chat.say(f"  {head.ljust(width)}  {doc}")
+    chat.say("  //text  send /text to the agent · @path attaches a file · Ctrl-C stops a turn", "dim")
+
+
+@command("/exit")
+async def _exit(chat: Chat, rest: str) -> None:
+    """Leave the chat (Ctrl-D too)."""
+    chat.leaving = True
+
+
+def _current(chat: Chat, value: str | None, configured: str) -> str:
+    return value or configured or "(the agent's default)"
+
+
+@command("/model", "[ID]")
+async def _model(chat: Chat, rest: str) -> None:
+    """Show the model and the ones available, or use ID from the next turn on."""
+    import trio
+
+    assert chat.conv is not None
+    if rest:
+        chat.settings.model = None if rest in {"default", "-"} else rest
+        chat.say(f"model: {_current(chat, chat.settings.model, chat.host.config.model)} (from the next turn)")
+        return
+    chat.say(f"model: {_current(chat, chat.settings.model, chat.host.config.model)}")
+    catalog = None
+    with trio.move_on_after(MODELS_TIMEOUT_S):
+        try:
+            catalog = await chat.conv.engine.list_models()
+        except Exception as exc:
+            chat.say(f"the {chat.conv.engine.ENGINE_NAME} engine could not list models: {exc}", "yellow")
+            return
+    if catalog is None:
+        chat.say(f"the engine did not list its models within {MODELS_TIMEOUT_S:g}s", "yellow")
+        return
+    for model in catalog.models:
+        mark = "*" if model.current or model.id == catalog.current else " "
+        efforts = f"  efforts: {', '.join(model.efforts)}" if model.efforts else ""
+        chat.say(f"  {mark} {model.id}{'  ' + model.name if model.name and model.name != model.id else ''}{efforts}")
+    if not catalog.models:
+        chat.say(f"  no models reported (source: {catalog.source})", "dim")
+
+
+@command("/effort", "[TIER]")
+async def _effort(chat: Chat, rest: str) -> None:
+    """Show or set the reasoning effort (low, medium, high)."""
+    if rest:
+        chat.settings.effort = None if rest in {"default", "-"} else rest
+    chat.say(f"effort: {_current(chat, chat.settings.effort, chat.host.config.effort)}")
+
+
+@command("/mode", "[MODE]")
+async def _mode(chat: Chat, rest: str) -> None:
+    """Show or set the agent mode (accept-edits, plan, ...)."""
+    assert chat.conv is not None
+    if rest:
+        if rest == "plan" and not chat.conv.engine.capabilities.plan_mode:
+            chat.say(
+                f"the {chat.conv.engine.ENGINE_NAME} engine has no plan mode; for a review-only plan use "
+                "`agy-host ask --mode plan PROMPT` (the agy CLI's plan mode)",
+                "yellow",
+            )
+            return
+        chat.settings.mode = None if rest in {"default", "-"} else rest
+    chat.say(f"mode: {_current(chat, chat.settings.mode, chat.host.config.mode)}")
+
+
+@command("/engine", "[NAME]")
+async def _engine(chat: Chat, rest: str) -> None:
+    """Show the engine, or continue this session on engine NAME."""
+    from agy_host.cli.chat_cmd import apply_overrides
+    from agy_host.cli.sessions_cmd import resume_note
+
+    assert chat.conv is not None
+    current = chat.conv.engine.ENGINE_NAME
+    installed = chat.host.installed_engines()
+    if not rest:
+        chat.say(f"engine: {current} ({chat.conv.engine.agent_label()})")
+        for name, origin in installed.items():
+            chat.say(f"  {'*' if name == current else ' '} {name}  {origin}")
+        return
+    if rest == current:
+        chat.say(f"already on {current}")
+        return
+    if rest not in installed:
+        chat.say(f"unknown engine {rest!r}; installed: {', '.join(installed) or 'none'}", "red")
+        return
+    opts = chat.opts
+    host = chat.state.host(engine=rest, agent=opts.agent if rest == "acp" else None, permissions=opts.permissions)
+    apply_overrides(host, chat.host.config.system_prompt, chat.host.config.prompt.digest)
+    if not await chat.switch(host):
+        return
+    assert chat.conv is not None
+    engine = chat.conv.engine
+    bound = chat.host.store.get(engine.store_key(chat.session))
+    state = f"continues conversation {bound.conversation_id}" if bound else "starts a new conversation"
+    chat.say(f"engine: {engine.ENGINE_NAME} ({engine.agent_label()}); session {chat.session} {state}")
+    note = resume_note(chat.host, engine, chat.session)
+    if note:
+        chat.say(note, "yellow")
+
+
+@command("/new", "[NAME]")
+async def _new(chat: Chat, rest: str) -> None:
+    """Start a new session (a new agent conversation), named NAME or generated."""
+    import typer
+
+    from agy_host.cli.chat_cmd import generate_chat_name
+    from agy_host.cli.run_cmd import check_session_name
+
+    name = rest or generate_chat_name()
+    try:
+        check_session_name(name)
+    except typer.Exit:
+        return  # check_session_name already said why
+    chat.session = name
+    assert chat.conv is not None
+    bound = chat.host.store.get(chat.conv.engine.store_key(name))
+    chat.say(f"session {name}" + (f" (continues conversation {bound.conversation_id})" if bound else " (new)"))
+
+
+@command("/session")
+async def _session(chat: Chat, rest: str) -> None:
+    """Show this session's bindings and turn count."""
+    from agy_host.cli.sessions_cmd import collect
+
+    info = collect(chat.host).get(chat.session)
+    if info is None:
+        chat.say(f"session {chat.session}: no turns yet")
+        return
+    chat.say(f"session {chat.session}: {info.turns} turn(s), last used {info.last_used or '-'}")
+    for key, binding in info.bindings.items():
+        chat.say(f"  {key}: conversation {binding.conversation_id} ({binding.updated_at})")
+
+
+@command("/sessions")
+async def _sessions(chat: Chat, rest: str) -> None:
+    """List host sessions (newest last)."""
+    from agy_host.cli.sessions_cmd import collect
+
+    infos = collect(chat.host)
+    if not infos:
+        chat.say("no sessions yet")
+    for info in list(infos.values())[-20:]:
+        mark = "*" if info.name == chat.session else " "
+        engines = ", ".join(sorted({b.engine for b in info.bindings.values()})) or "-"
+        chat.say(f"  {mark} {info.name}  {engines}  {info.turns} turn(s)  {info.last_used or '-'}")
+
+
+@command("/doctor")
+async def _doctor(chat: Chat, rest: str) -> None:
+    """Engine, agent, live driver state, session id, stats, lifecycle (no tokens)."""
+    from agy_host.cli.doctor_cmd import rendering_rows, snapshot_rows
+    from agy_host.diagnostics import DiagnosticReport
+
+    assert chat.conv is not None
+    report = DiagnosticReport()
+    engine = chat.conv.engine
+    sec = report.section("chat")
+    sec.add("engine", f"{engine.ENGINE_NAME} ({engine.agent_label()})")
+    sec.add("session", chat.session)
+    sec.add("settings", msgspec.json.encode(chat.settings).decode())
+    snapshot = chat.conv.snapshot()
+    if snapshot is not None:
+        snapshot_rows(report.section("driver"), snapshot)
+    rendering_rows(chat.host, report)
+    for err in chat.host.plugins.errors:
+        report.section("plugins").add(err.name, f"failed: {err.error}", "error")
+    for message in chat.host.warnings[-5:]:
+        report.section("warnings").add("warning", message, "warn")
+    chat.say(report.format())
+
+
+@command("/thinking")
+async def _thinking(chat: Chat, rest: str) -> None:
+    """Show the agent's last thinking in full."""
+    text = getattr(chat.renderer, "last_thinking", "")
+    chat.say(text if text else "no thinking seen yet", "dim")
+
+
+@command("/digest", "[on|off]")
+async def _digest(chat: Chat, rest: str) -> None:
+    """Show or switch the context digest (G1) for the next turns."""
+    if rest:
+        words = shlex.split(rest)
+        if words[0] not in {"on", "off"}:
+            chat.say("usage: /digest on|off", "yellow")
+            return
+        chat.host.config.prompt.digest = words[0] == "on"
+    chat.say(f"digest: {'on' if chat.host.config.prompt.digest else 'off'}")
+
+
+__all__ = ["ALIASES", "COMMANDS", "dispatch"]

@@ -1,0 +1,246 @@
+"""``agy-host sessions list|show|rm|clear``: host sessions and what they hold.
+
+A host session is a name (``--session NAME``). It owns, per engine (and per
+agent profile on ACP), a binding to an agent conversation in
+``sessions.json``, and one transcript of every turn it ran. ``list`` groups
+both by name; ``show`` prints one session's bindings and turns; ``rm`` and
+``clear`` delete bindings *and* transcripts, so a removed session really
+starts from nothing. ``forget`` (kept for scripts) drops only the selected
+engine's binding.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import msgspec
+import typer
+
+from agy_host.cli.common import FormatOption, check_format, fail, print_json
+from agy_host.cli.exit_codes import ExitCode
+from agy_host.store import SessionBinding
+
+if TYPE_CHECKING:
+    from agy_host.builtins.transcripts import TranscriptEntry
+    from agy_host.cli.app import CliState
+    from agy_host.engines import Engine
+    from agy_host.host import Host
+
+SESSIONS_HELP = """Host sessions: their agent conversations (per engine) and transcripts.
+
+`run --session NAME` and `chat --session NAME` continue a session's agent
+conversation on the selected engine; `--resume` fails (exit 4) unless it
+exists. Switching engine keeps each engine's own conversation.
+"""
+
+
+class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One host session as ``list`` and ``show`` report it."""
+
+    name: str
+    bindings: dict[str, SessionBinding] = msgspec.field(default_factory=dict)
+    last_used: str = ""
+    cwd: str = ""
+    turns: int = 0
+    transcript: str = ""
+
+
+def session_name(key: str) -> str:
+    """Store keys are ``NAME`` or ``NAME@engine[:profile]``; names never hold ``@``."""
+    return key.partition("@")[0]
+
+
+def collect(host: Host) -> dict[str, SessionInfo]:
+    """Every host session that has a binding or a transcript."""
+    from agy_host.builtins.transcripts import list_transcripts, read_transcript, turns_of
+
+    sessions: dict[str, SessionInfo] = {}
+    for key, binding in host.store.all().items():
+        info = sessions.setdefault(session_name(key), SessionInfo(name=session_name(key)))
+        info.bindings[key] = binding
+        if binding.updated_at >= info.last_used:
+            info.last_used = binding.updated_at
+            info.cwd = binding.cwd or info.cwd
+    for name, path in list_transcripts(host.env).items():
+        info = sessions.setdefault(name, SessionInfo(name=name))
+        entries = read_transcript(name, host.env)
+        info.turns = turns_of(entries)
+        info.transcript = str(path)
+        if entries and entries[-1].ts > info.last_used:
+            info.last_used = entries[-1].ts
+        if not info.cwd:
+            info.cwd = next((e.cwd for e in reversed(entries) if e.cwd), "")
+    return dict(sorted(sessions.items(), key=lambda kv: kv[1].last_used))
+
+
+def resume_note(host: Host, engine: Engine, name: str) -> str | None:
+    """Why ``--session NAME`` will start a *new* agent conversation on
+    ``engine``, or ``None`` when it continues one (or the name is new).
+
+    A session that exists on another engine, or only as a transcript, must
+    never silently become a fresh conversation: the caller shows this note
+    (``run`` can call it too)."""
+    if host.store.get(engine.store_key(name)) is not None:
+        return None
+    info = collect(host).get(name)
+    if info is None:
+        return None
+    where = ", ".join(sorted({b.engine or session_name(k) for k, b in info.bindings.items()}))
+    if where:
+        return (
+            f"session {name!r} has no {engine.ENGINE_NAME} conversation yet (it has one on {where}); "
+            f"starting a new {engine.ENGINE_NAME} conversation"
+            + ("" if host.config.prompt.digest else " (turn the digest on to pass it the earlier turns)")
+        )
+    return f"session {name!r} has {info.turns} earlier turn(s) but no agent conversation; starting a new one" + (
+        "" if host.config.prompt.digest else " (turn the digest on to pass it the earlier turns)"
+    )
+
+
+def _format_entry(entry: TranscriptEntry) -> list[str]:
+    if entry.role == "user":
+        return [f"[{entry.ts}] you ({entry.engine}):", *("  " + line for line in entry.text.rstrip("\n").split("\n"))]
+    if entry.role == "tool":
+        return [f"  host tool {entry.tool} {msgspec.json.encode(entry.args).decode()}"]
+    head = f"[{entry.ts}] agent ({entry.engine}, {entry.stop_reason or '?'}):"
+    body = [*("  " + line for line in entry.text.rstrip("\n").split("\n"))] if entry.text else []
+    if entry.error:
+        body.append(f"  error: {entry.error}")
+    return [head, *body]
+
+
+def register(app: typer.Typer, state: CliState) -> None:
+    sessions = typer.Typer(help=SESSIONS_HELP, no_args_is_help=True)
+    app.add_typer(sessions, name="sessions")
+
+    @sessions.command("list", help="List host sessions: engines, agent conversations, last use, cwd, turns.")
+    def sessions_list(fmt: FormatOption = "text") -> None:
+        check_format(fmt)
+        host = state.host()
+        infos = collect(host)
+        if fmt == "json":
+            print_json(
+                {
+                    "version": 1,
+                    "path": str(host.store.path),
+                    "bindings": host.store.all(),
+                    "sessions": list(infos.values()),
+                }
+            )
+            return
+        if not infos:
+            typer.echo(f"no sessions yet ({host.store.path})")
+            return
+        rows = [("SESSION", "KEY", "CONVERSATION", "LAST USE", "TURNS", "CWD")]
+        for info in infos.values():
+            keys: dict[str, SessionBinding | None] = dict(info.bindings) or {"": None}
+            for key, binding in keys.items():
+                rows.append(
+                    (
+                        info.name,
+                        key or "-",
+                        binding.conversation_id if binding else "-",
+                        (binding.updated_at if binding else info.last_used) or "-",
+                        str(info.turns),
+                        (binding.cwd if binding else info.cwd) or "-",
+                    )
+                )
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+        for row in rows:
+            typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+
+    @sessions.command("show", help="Show one session: its bindings and transcript (exit 4 if unknown).")
+    def sessions_show(
+        name: Annotated[str, typer.Argument(help="Host session name.")],
+        fmt: FormatOption = "text",
+        last: Annotated[int, typer.Option("--last", "-n", help="Show only the last N turns (0: all).", min=0)] = 0,
+    ) -> None:
+        from agy_host.builtins.transcripts import read_transcript
+
+        check_format(fmt)
+        host = state.host()
+        info = collect(host).get(name)
+        if info is None:
+            fail(f"no such session {name!r}", ExitCode.NO_SUCH_SESSION)
+        entries = read_transcript(name, host.env, warn=host.warn)
+        if last:
+            ends = [i for i, e in enumerate(entries) if e.role == "assistant"]
+            if len(ends) > last:
+                entries = entries[ends[-last - 1] + 1 :]
+        if fmt == "json":
+            print_json({"version": 1, "session": info, "transcript": entries})
+            return
+        typer.echo(f"session {name}: {info.turns} turn(s), last used {info.last_used or '-'}, cwd {info.cwd or '-'}")
+        for key, b in info.bindings.items():
+            agent = f" [{b.agent}]" if b.agent and b.agent != b.engine else ""
+            typer.echo(f"  {key}: {b.engine}{agent} conversation {b.conversation_id} ({b.updated_at})")
+        if not info.bindings:
+            typer.echo("  no agent conversation bound")
+        for entry in entries:
+            for line in _format_entry(entry):
+                typer.echo(line)
+
+    @sessions.command("rm", help="Remove a session: its bindings and transcript (exit 4 if unknown).")
+    def sessions_rm(
+        names: Annotated[list[str], typer.Argument(help="Host session name(s).", metavar="NAME...")],
+        engine_name: Annotated[
+            str | None,
+            typer.Option("--engine", "-e", help="Only drop this engine's binding(s); keep the transcript."),
+        ] = None,
+    ) -> None:
+        from agy_host.builtins.transcripts import delete_transcript
+
+        host = state.host()
+        known = collect(host)
+        missing = [n for n in names if n not in known]
+        if missing:
+            fail(f"no such session: {', '.join(missing)}", ExitCode.NO_SUCH_SESSION)
+        for name in names:
+            keys = [k for k, b in known[name].bindings.items() if engine_name is None or b.engine == engine_name]
+            if engine_name is not None and not keys:
+                fail(f"session {name!r} has no binding on engine {engine_name!r}", ExitCode.NO_SUCH_SESSION)
+            for key in keys:
+                host.store.delete(key)
+            dropped = delete_transcript(name, host.env) if engine_name is None else False
+            what = f"{len(keys)} binding(s)" + (" and its transcript" if dropped else "")
+            typer.echo(f"removed {name}: {what}")
+
+    @sessions.command("clear", help="Remove every session, binding and transcript.")
+    def sessions_clear(
+        yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    ) -> None:
+        from agy_host.builtins.transcripts import delete_transcript
+
+        host = state.host()
+        known = collect(host)
+        if not known:
+            typer.echo("no sessions to remove")
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                fail("sessions clear removes every session; pass --yes to confirm", ExitCode.USAGE)
+            if not typer.confirm(f"remove {len(known)} session(s) and their transcripts?"):
+                raise typer.Exit(ExitCode.ERROR)
+        for name, info in known.items():
+            for key in info.bindings:
+                host.store.delete(key)
+            delete_transcript(name, host.env)
+        typer.echo(f"removed {len(known)} session(s)")
+
+    @sessions.command("forget", help="Forget a session's binding on the selected engine (exit 4 if unknown).")
+    def sessions_forget(
+        name: Annotated[str, typer.Argument(help="Host session name.")],
+        engine_name: Annotated[str | None, typer.Option("--engine", "-e", help="Engine whose binding to drop.")] = None,
+    ) -> None:
+        from agy_host.cli.info_cmds import engine_or_fail
+
+        host = state.host(engine=engine_name)
+        engine_obj = engine_or_fail(host)
+        key = engine_obj.store_key(name)
+        if not host.store.delete(key):
+            fail(f"no such session {name!r} on engine {engine_obj.ENGINE_NAME!r}", ExitCode.NO_SUCH_SESSION)
+        typer.echo(f"forgot {name} ({key})")
+
+
+__all__ = ["SESSIONS_HELP", "SessionInfo", "collect", "register", "resume_note", "session_name"]

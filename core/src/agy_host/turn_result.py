@@ -1,0 +1,72 @@
+"""What a pass of a turn hands back, and who takes host tool results.
+
+Split from :mod:`agy_host.turn_layer` (and re-exported there) so that the
+contract callers script against (:class:`TurnResult`, the exit codes, the
+:class:`ToolResultSink` protocol) reads on its own.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import msgspec
+
+from agy_host.cli.exit_codes import ExitCode
+from agy_host.events import ErrorKind, StopReason, ToolUseRequested, UsageCounts
+from agy_host.tools import ToolResult
+
+
+@runtime_checkable
+class ToolResultSink(Protocol):
+    """Who can hand a host tool's result back to the agent's parked call:
+    the bridge service, or an engine driver that parks turns itself.
+
+    ``deliver_tool_result`` returns ``False`` when it knows no such call (it
+    timed out, or belongs to another bridge).
+    """
+
+    def deliver_tool_result(self, call_id: str, result: ToolResult) -> bool: ...
+
+
+class TurnLayerError(Exception):
+    """The turn layer was used out of order (a turn is already parked)."""
+
+
+class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """How one pass of a turn ended, for the CLI and for scripts."""
+
+    session: str
+    stop_reason: StopReason
+    exit_code: int
+    duration_s: float
+    conversation_id: str | None = None
+    response: str = ""
+    error: str = ""
+    error_kind: ErrorKind | None = None
+    usage: UsageCounts | None = None
+    #: Set when ``stop_reason == "tool_use"``: the host tool to run.
+    tool_use: ToolUseRequested | None = None
+    permission_requests: int = 0
+    permissions_refused: int = 0
+
+
+def exit_code_for(
+    stop_reason: StopReason, error_kind: ErrorKind | None, permission_requests: int = 0, permissions_refused: int = 0
+) -> int:
+    """The documented exit code of a finished turn.
+
+    Interruption and timeouts say more than "the agent gave up because it was
+    not allowed", which in turn says more than a generic error.
+    """
+    if stop_reason == "aborted":
+        return ExitCode.INTERRUPTED
+    if stop_reason == "error" and error_kind in ("timeout", "inactivity"):
+        return ExitCode.TIMEOUT
+    if permission_requests > 0 and permissions_refused == permission_requests:
+        return ExitCode.PERMISSION_DENIED
+    if stop_reason == "error":
+        return ExitCode.ERROR
+    return ExitCode.OK
+
+
+__all__ = ["ToolResultSink", "TurnLayerError", "TurnResult", "exit_code_for"]

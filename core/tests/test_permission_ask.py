@@ -1,0 +1,173 @@
+"""The ``ask`` policy on a real pseudo-terminal (``AGY_HOST_TTY``), its
+non-interactive fallbacks, questions, and the host's wiring (configure,
+the ``fail`` preflight, the deadline)."""
+
+from __future__ import annotations
+
+import os
+import pty
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from agy_host.builtins.permission_ask import AskPolicy, render_diff
+from agy_host.config import Config
+from agy_host.events import FileDiff, PermissionOption
+from agy_host.host import Host
+from agy_host.permissions import PermissionRequest
+
+OPTIONS = [
+    PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
+    PermissionOption(option_id="always", name="Always", kind="allow_always"),
+    PermissionOption(option_id="deny", name="Deny", kind="reject_once"),
+]
+ANSWERS = [
+    PermissionOption(option_id="1", name="Red", kind="allow_once"),
+    PermissionOption(option_id="2", name="Blue", kind="allow_once"),
+]
+
+
+def edit_request(**kw: Any) -> PermissionRequest:
+    return PermissionRequest(
+        session="s",
+        call_id="6d81335b",
+        title="Run client_create_file?",
+        options=OPTIONS,
+        tool_kind="edit",
+        tool_name="client_create_file",
+        args={"target_file": "/w/a.txt", "code_content": "ok\n"},
+        diff=FileDiff(path="/w/a.txt", old_text="one\ntwo\n", new_text="one\nTWO\n"),
+        **kw,
+    )
+
+
+def question() -> PermissionRequest:
+    return PermissionRequest(
+        session="s",
+        call_id="interaction_d316f47f",
+        title="Do you prefer red or blue?",
+        options=ANSWERS,
+        is_question=True,
+    )
+
+
+class Pty:
+    def __init__(self) -> None:
+        self.master, self.slave = pty.openpty()
+        self.path = os.ttyname(self.slave)
+        os.set_blocking(self.master, False)
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def screen(self) -> str:
+        out = b""
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except OSError:
+                return out.decode(errors="replace")
+            if not chunk:
+                return out.decode(errors="replace")
+            out += chunk
+
+
+@pytest.fixture
+def tty() -> Iterator[Pty]:
+    term = Pty()
+    yield term
+    os.close(term.master)
+    os.close(term.slave)
+
+
+def policy(tty_path: str, fallback: str = "deny") -> AskPolicy:
+    cfg = Config()
+    cfg.permissions.ask_fallback = fallback  # type: ignore[assignment]
+    p = AskPolicy()
+    p.configure(cfg, {"AGY_HOST_TTY": tty_path})
+    return p
+
+
+async def test_the_person_picks_an_option(tty: Pty) -> None:
+    tty.type("3\n")
+    decision = await policy(tty.path).decide(edit_request())
+    assert (decision.option_id, decision.policy) == ("deny", "ask")
+    assert "Deny" in decision.reason
+    screen = tty.screen()
+    assert "Run client_create_file?" in screen and "tool: client_create_file (edit)" in screen
+    assert '"target_file": "/w/a.txt"' in screen
+    assert "-two" in screen and "+TWO" in screen  # the edit's diff
+    assert "1) Allow  [allow_once]" in screen and "3) Deny  [reject_once]" in screen
+
+
+async def test_declining_cancels(tty: Pty) -> None:
+    tty.type("0\n")
+    decision = await policy(tty.path).decide(edit_request())
+    assert decision.option_id is None and "declined" in decision.reason
+
+
+async def test_a_question_is_shown_as_a_question(tty: Pty) -> None:
+    tty.type("nonsense\n2\n")
+    decision = await policy(tty.path).decide(question())
+    assert decision.option_id == "2"
+    screen = tty.screen()
+    assert "the agent asks you a question" in screen and "Do you prefer red or blue?" in screen
+    assert "2) Blue" in screen and "permission" not in screen
+
+
+@pytest.mark.parametrize(("fallback", "expected"), [("allow", "allow"), ("deny", "deny"), ("fail", None)])
+async def test_without_a_terminal_the_fallback_decides(fallback: str, expected: str | None) -> None:
+    decision = await policy("none", fallback).decide(edit_request())
+    assert decision.option_id == expected
+    assert "asking is turned off" in decision.reason
+
+
+@pytest.mark.parametrize("fallback", ["allow", "deny", "fail"])
+async def test_a_question_is_never_answered_without_a_person(fallback: str) -> None:
+    decision = await policy("/nonexistent/tty", fallback).decide(question())
+    assert decision.option_id is None and "a question needs a person" in decision.reason
+
+
+async def test_the_fail_preflight() -> None:
+    assert policy("none", "fail").check_ready() is not None
+    assert policy("none", "deny").check_ready() is None
+
+
+async def test_a_terminal_that_hangs_up_counts_as_no_terminal(tty: Pty) -> None:
+    p = policy(tty.path)
+    os.close(tty.master)  # the terminal window was closed
+    tty.master = os.open(os.devnull, os.O_RDONLY)  # keep the fixture's close happy
+    decision = await p.decide(edit_request())
+    assert decision.option_id == "deny"  # the deny fallback
+
+
+async def test_the_host_configures_the_policy_and_bounds_it(
+    agy_host_home: Any, tty: Pty, autojump_clock: trio.testing.MockClock
+) -> None:
+    host = Host(
+        env={**os.environ, "AGY_HOST_TTY": tty.path, "AGY_HOST_ASK_FALLBACK": "allow"},
+        permissions="ask",
+        warn=lambda _m: None,
+    )
+    policy_obj = host.permission_policy()
+    assert isinstance(policy_obj, AskPolicy) and policy_obj.fallback == "allow"
+    decision = await host.decide_permission(edit_request())  # nobody types: the deadline answers
+    assert decision.option_id is None and "no answer within 5m" in decision.reason
+
+
+def test_the_host_refuses_to_start_ask_with_fail_and_no_terminal(agy_host_home: Any) -> None:
+    env = {**os.environ, "AGY_HOST_TTY": "none", "AGY_HOST_ASK_FALLBACK": "fail"}
+    host = Host(env=env, permissions="ask", warn=lambda _m: None)
+    problem = host.policy_problem()
+    assert problem is not None and "needs a terminal" in problem
+    assert Host(env=env, permissions="auto", warn=lambda _m: None).policy_problem() is None
+
+
+def test_render_diff_caps_long_edits() -> None:
+    new = "".join(f"line {i}\n" for i in range(300))
+    lines = render_diff(FileDiff(path="/w/big.txt", new_text=new), limit=100)
+    assert lines[0] == "--- /w/big.txt (new file)"
+    assert len(lines) == 102 and lines[-1].startswith("… ")

@@ -1,0 +1,187 @@
+"""G10 and G1 reach real agents byte-identically on every engine.
+
+The system block (config ``system_prompt`` plus AGENTS.md) and the context
+digest are read back from what the agent processes received: the fake ACP
+agent's log of ``session/prompt`` and the fake agy CLI's log of its stdin
+lines. The stream-json half is skipped when that engine is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agy_host.builtins.digest import DIGEST_PREAMBLE
+from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE
+from agy_host.builtins.transcripts import TranscriptEntry, append_entries
+
+AGY_HOST = Path(sys.executable).with_name("agy-host")
+ENGINES = {ep.name for ep in metadata.entry_points(group="agy_host.engines")}
+SEP = "\n\n---\n\n"
+SYSTEM = "Be terse. Prefer small diffs."
+AGENTS = "# Project rules\n\nRun `make test` before you finish."
+
+if not AGY_HOST.exists():
+    pytest.skip(f"console script not installed next to {sys.executable}", allow_module_level=True)
+needs_acp = pytest.mark.skipif("acp" not in ENGINES, reason="the ACP engine is not installed")
+needs_stream_json = pytest.mark.skipif("stream-json" not in ENGINES, reason="the stream-json engine is not installed")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".git").mkdir(parents=True)  # the AGENTS.md walk stops at the repository root
+    (root / "AGENTS.md").write_text(AGENTS + "\n")
+    (tmp_path / "AGENTS.md").write_text("above the repository: never sent\n")
+    return root
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
+    out.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+    )
+    config = home / ".config" / "agy-host" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f"system_prompt = {json.dumps(SYSTEM)}\n")
+    return out
+
+
+def ask(env: dict[str, str], cwd: Path, *args: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [str(AGY_HOST), "ask", "--format", "json", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    report: dict[str, Any] = json.loads(proc.stdout)
+    assert report["status"] == "ok", report
+    return report
+
+
+def acp_prompts(agent: Any) -> list[list[dict[str, Any]]]:
+    return [m["params"]["prompt"] for m in agent.requests("session/prompt")]
+
+
+def acp_text(prompt: list[dict[str, Any]]) -> str:
+    [text] = [b["text"] for b in prompt if b["type"] == "text"]
+    return str(text)
+
+
+def agy_prompts(agy: Any) -> list[str]:
+    return [m["message"]["content"] for m in agy.received() if m.get("event") == "user"]
+
+
+def expected_block() -> str:
+    return f"{SYSTEM_PREAMBLE}\n\n{SYSTEM}\n\n## AGENTS.md\n\n{AGENTS}\n\n{SYSTEM_END}"
+
+
+@needs_acp
+def test_acp_new_conversations_get_the_system_block_once(
+    env: dict[str, str], project: Path, fake_acp_agent: Callable[..., Any]
+) -> None:
+    agent = fake_acp_agent("echo")
+    acp = ["--engine", "acp", "--agent", agent.command_line]
+    ask(env, project, *acp, "--session", "a1", "first")
+    ask(env, project, *acp, "--session", "a1", "second")
+    ask(env, project, *acp, "--session", "a2", "other")
+    first, second, other = (acp_text(p) for p in acp_prompts(agent))
+    assert first == expected_block() + SEP + "first"
+    assert second == "second", "an existing conversation keeps the block it started with"
+    assert other.split(SEP)[0] == first.split(SEP)[0], "every new conversation gets the same bytes"
+
+
+@needs_acp
+@needs_stream_json
+def test_the_system_block_is_byte_identical_on_both_engines(
+    env: dict[str, str], project: Path, fake_acp_agent: Callable[..., Any], tmp_path: Path
+) -> None:
+    from agy_host.testing.fake_agy import make_fake_agy
+
+    agent = fake_acp_agent("echo")
+    agy = make_fake_agy(tmp_path / "fake-agy", "echo")
+    ask(env, project, "--engine", "acp", "--agent", agent.command_line, "--session", "b1", "hello")
+    ask(env | agy.env, project, "--engine", "stream-json", "--session", "b2", "hello")
+    ask(env | agy.env, project, "--engine", "stream-json", "--session", "b2", "again")
+    [acp_prompt] = [acp_text(p) for p in acp_prompts(agent)]
+    sj_first, sj_second = agy_prompts(agy)
+    assert sj_first.encode() == acp_prompt.encode() == (expected_block() + SEP + "hello").encode()
+    assert sj_second == "again"
+
+
+def _seed(env: dict[str, str], session: str) -> None:
+    """A transcript as if the session had run turns on another agent."""
+    entries = [
+        TranscriptEntry(v=1, ts="2026-12-01T10:00:00Z", role="user", text="what does main do?", engine="other"),
+        TranscriptEntry(v=1, ts="2026-12-01T10:00:00Z", role="tool", tool="read", text="(called)", engine="other"),
+        TranscriptEntry(
+            v=1,
+            ts="2026-12-01T10:00:01Z",
+            role="assistant",
+            text="It prints hi.",
+            engine="other",
+            conversation_id="o-1",
+        ),
+    ]
+    append_entries(session, entries, env)
+
+
+@needs_acp
+@needs_stream_json
+def test_the_digest_is_a_resource_on_acp_and_inline_on_stream_json_with_the_same_text(
+    env: dict[str, str], project: Path, fake_acp_agent: Callable[..., Any], tmp_path: Path
+) -> None:
+    from agy_host.testing.fake_agy import make_fake_agy
+
+    for session in ("d1", "d2"):
+        _seed(env, session)
+    agent = fake_acp_agent("echo")
+    agy = make_fake_agy(tmp_path / "fake-agy", "echo")
+    ask(env, project, "--digest", "--engine", "acp", "--agent", agent.command_line, "--session", "d1", "go on")
+    ask(env | agy.env, project, "--digest", "--engine", "stream-json", "--session", "d2", "go on")
+    [prompt] = acp_prompts(agent)
+    [resource] = [b["resource"] for b in prompt if b["type"] == "resource"]
+    assert resource["uri"] == "urn:agy-host:context-digest/d1/3"
+    digest = resource["text"]
+    assert digest.startswith(DIGEST_PREAMBLE + "\n\n")
+    assert "[earlier user message]\nwhat does main do?" in digest
+    assert "[tool result: read]\n(called)" in digest
+    assert "[assistant turn from other]\nIt prints hi." in digest
+    assert acp_text(prompt) == expected_block() + SEP + "go on", "the digest is not inlined on ACP"
+    [inline] = agy_prompts(agy)
+    assert inline.split(SEP) == [expected_block(), digest, "go on"]
+
+
+@needs_acp
+def test_the_digest_leaves_out_what_the_agent_saw(
+    env: dict[str, str], project: Path, fake_acp_agent: Callable[..., Any]
+) -> None:
+    agent = fake_acp_agent("echo")
+    acp = ["--engine", "acp", "--agent", agent.command_line, "--session", "w"]
+    ask(env, project, *acp, "one")  # digest off: the transcript still records the turn
+    _seed(env, "w")  # another engine ran a turn afterwards
+    ask(env, project, "--digest", *acp, "two")
+    ask(env, project, "--digest", *acp, "three")
+    first, second, third = acp_prompts(agent)
+    assert not [b for b in first if b["type"] == "resource"]
+    [digest] = [b["resource"]["text"] for b in second if b["type"] == "resource"]
+    assert "It prints hi." in digest
+    assert "[earlier user message]\none" not in digest, "the agent's own turn is in its history"
+    assert not [b for b in third if b["type"] == "resource"], "nothing new since its last turn"

@@ -1,0 +1,119 @@
+"""The JSON event stream: every line carries the schema version, every event
+type and field is documented in docs/json-events.md (and nothing documented
+is missing from the code), and a run against a real ACP agent ends with one
+``done`` whose ids match the store."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import typing
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from agy_host import events
+from agy_host.builtins.renderers import JsonRenderer, QuietRenderer
+from agy_host.cli.ask_cmd import AskReport
+from agy_host.cli.exit_codes import EXIT_CODES
+from agy_host.rendering import RenderOptions
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "json-events.md"
+DONE_FIELDS = {"stop_reason", "exit_code", "session", "conversation_id", "usage", "duration_s", "error"}
+
+
+def documented() -> dict[str, set[str]]:
+    """``### `name` `` headings (and the usage/ask sections) -> the fields of their table."""
+    sections: dict[str, set[str]] = {}
+    current: str | None = None
+    for line in DOC.read_text("utf-8").splitlines():
+        heading = re.match(r"^##+ `?([\w -]+?)`?(?: --format json`)?$", line)
+        if line.startswith("#"):
+            current = None
+            if heading:
+                current = heading.group(1).strip()
+                sections[current] = set()
+            continue
+        cell = re.match(r"^\| `(\w+)` \|", line)
+        if current is not None and cell:
+            sections[current].add(cell.group(1))
+    return sections
+
+
+def struct_fields(cls: type) -> set[str]:
+    return {f.encode_name for f in msgspec.inspect.type_info(cls).fields}  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("cls", typing.get_args(events.HostEvent), ids=lambda c: c.__name__)
+def test_every_event_and_field_is_documented(cls: type) -> None:
+    tag = cls.__struct_config__.tag  # type: ignore[attr-defined]
+    docs = documented()
+    assert tag in docs, f"docs/json-events.md has no section for {tag!r}"
+    assert docs[tag] == struct_fields(cls), f"{tag}: documented fields differ from the code"
+
+
+def test_usage_counts_done_and_ask_are_documented() -> None:
+    docs = documented()
+    assert docs["Usage counts"] == struct_fields(events.UsageCounts)
+    assert docs["done"] == DONE_FIELDS
+    assert docs["ask"] == struct_fields(AskReport)
+
+
+def test_exit_codes_are_documented() -> None:
+    text = DOC.read_text("utf-8")
+    for code in EXIT_CODES:
+        assert re.search(rf"^\| {int(code)} \|", text, re.MULTILINE), f"exit code {code} not in the doc"
+
+
+SAMPLE: list[events.HostEvent] = [
+    events.TurnStarted(session="s", engine="acp"),
+    events.TextDelta(delta="hi"),
+    events.ThoughtDelta(delta="hm"),
+    events.ToolCard(call_id="c", name="n", status="done", diff=events.FileDiff(path="p", new_text="x")),
+    events.PermissionAnswered(call_id="c", title="t", options=[], selected=None, policy="auto"),
+    events.UsageReport(turn=events.UsageCounts(input_tokens=1)),
+    events.Notice(message="m"),
+    events.ToolUseRequested(call_id="b", name="read"),
+    events.TurnEnded(stop_reason="stop", duration_s=1.0, response="hi"),
+]
+
+
+def test_json_lines_carry_version_and_type_and_round_trip() -> None:
+    buf = io.StringIO()
+    renderer = JsonRenderer(RenderOptions(stream=buf))
+    for event in SAMPLE:
+        renderer.handle(event)
+    lines = buf.getvalue().splitlines()
+    assert len(lines) == len(SAMPLE)
+    decoder = msgspec.json.Decoder(events.HostEvent)
+    for line, event in zip(lines, SAMPLE, strict=True):
+        obj = json.loads(line)
+        assert obj["version"] == events.EVENT_SCHEMA_VERSION
+        assert obj["type"] == event.__struct_config__.tag
+        assert decoder.decode(line) == event
+
+
+def test_quiet_prints_the_final_answer_only(capsys: pytest.CaptureFixture[str]) -> None:
+    buf = io.StringIO()
+    renderer = QuietRenderer(RenderOptions(stream=buf))
+    for event in SAMPLE:
+        renderer.handle(event)
+    renderer.handle(events.TurnEnded(stop_reason="error", duration_s=1.0, error="boom"))
+    assert buf.getvalue() == "hi\n"
+    assert "error: boom" in capsys.readouterr().err
+
+
+def test_a_real_run_ends_with_the_documented_done(cli: typing.Any) -> None:
+    code, out, _ = cli("run", "--format", "json", "--session", "j", "!usage", "!tool", "!thought", "hi")
+    assert code == 0
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert all(line["version"] == 1 for line in lines)
+    docs = documented()
+    for line in lines[:-1]:
+        assert set(line) - {"type", "version"} <= docs[line["type"]], line
+    done = lines[-1]
+    assert done["type"] == "done"
+    assert set(done) - {"type", "version"} == DONE_FIELDS
+    assert done["conversation_id"] == lines[-2]["conversation_id"]

@@ -1,0 +1,95 @@
+"""``ask_user`` on a real pseudo-terminal (``AGY_HOST_TTY``), and without one."""
+
+from __future__ import annotations
+
+import os
+import pty
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agy_host_bridge_mcp import ask_user
+from agy_host_bridge_mcp.testing import mcp_client, running_bridge
+
+
+class Pty:
+    def __init__(self) -> None:
+        self.master, self.slave = pty.openpty()
+        self.path = os.ttyname(self.slave)
+        os.set_blocking(self.master, False)
+
+    def type(self, text: str) -> None:
+        os.write(self.master, text.encode())
+
+    def screen(self) -> str:
+        out = b""
+        while True:
+            try:
+                chunk = os.read(self.master, 65536)
+            except (BlockingIOError, OSError):
+                return out.decode(errors="replace")
+            if not chunk:
+                return out.decode(errors="replace")
+            out += chunk
+
+    def close(self) -> None:
+        os.close(self.master)
+        os.close(self.slave)
+
+
+@pytest.fixture
+def tty() -> Iterator[Pty]:
+    term = Pty()
+    yield term
+    term.close()
+
+
+async def test_a_free_answer(tty: Pty) -> None:
+    tty.type("blue, please\n")
+    result = await ask_user.ask_user({"question": "Which colour?"}, {"AGY_HOST_TTY": tty.path})
+    assert (result.text, result.is_error) == ("The user answered: blue, please", False)
+    assert "the agent asks you" in tty.screen()
+
+
+async def test_a_choice_by_number_after_a_bad_answer(tty: Pty) -> None:
+    tty.type("purple\n2\n")
+    result = await ask_user.ask_user(
+        {"question": "Red or blue?", "choices": ["Red", "Blue"]}, {"AGY_HOST_TTY": tty.path}
+    )
+    assert result.text == "The user chose: Blue"
+    screen = tty.screen()
+    assert "1) Red" in screen and "2) Blue" in screen and "please type a number from 1 to 2" in screen
+
+
+async def test_declining_a_choice(tty: Pty) -> None:
+    tty.type("0\n")
+    result = await ask_user.ask_user(
+        {"question": "Red or blue?", "choices": ["Red", "Blue"]}, {"AGY_HOST_TTY": tty.path}
+    )
+    assert result.text == "The user declined to answer."
+
+
+@pytest.mark.parametrize("where", ["none", "/nonexistent/tty"])
+async def test_without_a_terminal_the_agent_is_told_plainly(where: str) -> None:
+    result = await ask_user.ask_user({"question": "Anyone there?"}, {"AGY_HOST_TTY": where})
+    assert result.is_error and "there is no terminal attached to agy-host" in result.text
+
+
+async def test_a_question_is_required() -> None:
+    result = await ask_user.ask_user({}, {"AGY_HOST_TTY": "none"})
+    assert result.is_error and "'question' argument is required" in result.text
+
+
+async def test_ask_user_round_trips_through_the_bridge(tmp_path: Path, tty: Pty) -> None:
+    tty.type("ship it\n")
+    tools = [ask_user.tool({"AGY_HOST_TTY": tty.path})]
+    async with running_bridge(tmp_path, tools) as bridge, mcp_client(bridge) as client:
+        listed = await client.list_tools()
+        schema = next(t for t in listed.tools if t.name == "ask_user").input_schema
+        result = await client.call_tool("ask_user", {"question": "Ready to merge?"})
+    assert schema["required"] == ["question"]
+    assert result.content[0].text == "The user answered: ship it"
+    [call] = bridge.turns.calls
+    assert (call.name, call.args) == ("ask_user", {"question": "Ready to merge?"})
+    assert "Ready to merge?" in tty.screen()

@@ -1,0 +1,130 @@
+"""The plugin's hooks: take the baseline when a turn starts, render diffs.
+
+``agy_host_prompt_parts`` is the turn-start signal: the turn layer calls it
+before the engine sends the prompt, so the agent cannot have touched a file
+yet, and it carries the turn's working directory (``TurnStarted`` comes
+after the engine started the turn, and has no cwd). It contributes no parts.
+``agy_host_render_event`` notes each edit card's file the first time it
+appears, for files no snapshot covered. ``agy_host_render_diff`` answers
+the renderers.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agy_host import hookimpl
+from agy_host.events import HostEvent, ToolCard
+from agy_host_diff_render.baseline import Baseline, read_text
+from agy_host_diff_render.unified import unified_diff
+
+if TYPE_CHECKING:
+    from agy_host.diagnostics import DiagnosticReport
+    from agy_host.prompt_parts import PromptContext, PromptPart
+
+_PATH_KEY = re.compile(r"file|path", re.IGNORECASE)
+
+
+def edit_path(card: ToolCard) -> str | None:
+    """The agent's diff path, else the first argument naming a file or path."""
+    if card.diff is not None and card.diff.path:
+        return card.diff.path
+    for key, value in card.args.items():
+        if _PATH_KEY.search(key) and isinstance(value, str) and value.strip():
+            return value
+    return None
+
+
+def display_path(path: Path, cwd: Path) -> str:
+    try:
+        return path.relative_to(cwd).as_posix()
+    except ValueError:
+        return str(path)
+
+
+class DiffRenderer:
+    """One turn's baseline and the diffs rendered against it."""
+
+    def __init__(self) -> None:
+        self.baseline: Baseline | None = None
+
+    def turn_started(self, cwd: str) -> None:
+        self.baseline = Baseline(cwd)
+
+    def _baseline(self, cwd: str) -> Baseline:
+        if self.baseline is None:
+            # Asked outside a turn we saw start: git's commit is the best "before".
+            self.baseline = Baseline(cwd, snapshot=False)
+        return self.baseline
+
+    def resolve(self, raw: str, cwd: str) -> Path:
+        base = self.baseline.cwd if self.baseline is not None else Path(cwd)
+        path = Path(raw).expanduser()
+        return Path(os.path.normpath(path if path.is_absolute() else base / path))
+
+    def first_sight(self, card: ToolCard) -> None:
+        if self.baseline is None or not (card.kind == "edit" or card.diff is not None):
+            return
+        raw = edit_path(card)
+        if raw:
+            self.baseline.note_first_sight(self.resolve(raw, str(self.baseline.cwd)))
+
+    def render(self, card: ToolCard, cwd: str) -> str | None:
+        raw = edit_path(card)
+        if raw is None:
+            return None
+        baseline = self._baseline(cwd)
+        path = self.resolve(raw, cwd)
+        if card.diff is not None and card.diff.old_text is not None:
+            old: str | None = card.diff.old_text
+        else:
+            old = baseline.before(path)
+        new = card.diff.new_text if card.diff is not None else read_text(path)
+        if card.diff is None and new is None and old is None:
+            return f"(no such file: {display_path(path, baseline.cwd)})"
+        baseline.shown(path, new)
+        return unified_diff(old, new, display_path(path, baseline.cwd))
+
+
+_renderer = DiffRenderer()
+
+
+def renderer() -> DiffRenderer:
+    return _renderer
+
+
+@hookimpl(trylast=True)
+def agy_host_prompt_parts(turn: PromptContext) -> list[PromptPart] | None:
+    _renderer.turn_started(turn.cwd)
+    return None
+
+
+@hookimpl
+def agy_host_render_event(event: HostEvent) -> None:
+    if isinstance(event, ToolCard) and event.status == "started":
+        _renderer.first_sight(event)
+
+
+@hookimpl
+def agy_host_render_diff(card: ToolCard, cwd: str) -> str | None:
+    return _renderer.render(card, cwd)
+
+
+@hookimpl
+def agy_host_diagnostics(report: DiagnosticReport) -> None:
+    import shutil
+
+    from agy_host_diff_render import __version__
+
+    git = shutil.which("git")
+    report.section("diff render").add(
+        "diffs",
+        f"agy-host-diff-render {__version__}; git: {git or 'not found (plain snapshots only)'}",
+        "ok" if git else "info",
+    )
+
+
+__all__ = ["DiffRenderer", "display_path", "edit_path", "renderer"]
