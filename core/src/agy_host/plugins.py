@@ -43,8 +43,10 @@ if TYPE_CHECKING:
 
 PLUGIN_GROUP = "agy_host"
 
-#: Built-in plugins, registered after external ones (so externals run first in
-#: fan-out calls and can override registrations by name).
+#: Built-in plugins, registered after external ones. pluggy calls the most
+#: recently registered first, so built-ins run first in fan-out calls; the
+#: ``register_*`` collectors run them in registration order instead, so an
+#: external plugin's registration of the same name overrides a built-in.
 BUILTIN_PLUGINS = (
     "agy_host.builtins.permission_policies",
     "agy_host.builtins.permission_ask",

@@ -105,7 +105,7 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
                 error=activity.message,
             )
         case UsageActivity():
-            turn.usage = activity.turn
+            turn.usage = merge_usage(turn.usage, activity.turn)
             turn.cumulative = activity.cumulative
             emit(UsageReport(turn=activity.turn, cumulative=activity.cumulative))
         case PermissionActivity():
@@ -205,3 +205,13 @@ def refused(activity: PermissionActivity) -> bool:
 
 
 __all__ = ["Emit", "ToolCardState", "TurnState", "map_activity", "refused"]
+
+
+def merge_usage(old: UsageCounts | None, new: UsageCounts) -> UsageCounts:
+    """Agents report usage in pieces (ACP ``usage_update`` has context and cost,
+    the prompt response has tokens): keep every field some report gave, the
+    newest value winning."""
+    if old is None:
+        return new
+    values = {f: getattr(new, f) if getattr(new, f) is not None else getattr(old, f) for f in new.__struct_fields__}
+    return UsageCounts(**values)
