@@ -37,7 +37,8 @@ CORE = ROOT / "core"
 #: Tool versions are pinned so a new release cannot turn CI red on its own.
 RUFF = "ruff==0.17.6"
 MYPY = "mypy==2.4.1"
-TEST_DEPS = ["pytest>=8.2", "pytest-trio>=0.8", "hypothesis>=6.100", "jsonschema>=4.22"]
+# pip: uv-made venvs have none, and the docs tests pip-install the tutorial plugin
+TEST_DEPS = ["pip", "pytest>=8.2", "pytest-trio>=0.8", "hypothesis>=6.100", "jsonschema>=4.22"]
 
 
 def _plugins() -> list[Path]:
