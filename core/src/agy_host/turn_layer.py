@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from agy_host.cli.exit_codes import ExitCode
 from agy_host.events import (
     BridgeCallActivity,
     ErrorKind,
@@ -43,6 +42,7 @@ from agy_host.events import (
     TurnEnded,
     TurnStarted,
 )
+from agy_host.exit_codes import ExitCode
 from agy_host.prompt import PromptBlock, prompt_text
 from agy_host.prompt_parts import PromptContext
 from agy_host.store import SessionBinding, SessionStore, utc_now

@@ -11,8 +11,8 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from agy_host.cli.exit_codes import ExitCode
 from agy_host.events import ErrorKind, StopReason, ToolUseRequested, UsageCounts
+from agy_host.exit_codes import ExitCode
 from agy_host.tools import ToolResult
 
 
