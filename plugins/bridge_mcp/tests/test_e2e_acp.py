@@ -9,12 +9,9 @@ on a pseudo-terminal."""
 
 from __future__ import annotations
 
-import json
 import os
 import pty
-import subprocess
 import sys
-import textwrap
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -22,7 +19,7 @@ from typing import Any
 
 import pytest
 
-AGY_HOST = Path(sys.executable).with_name("agy-host")
+from ._e2e import AGY_HOST, Run, e2e_env, run_cli, write_config
 
 if not any(ep.name == "acp" for ep in metadata.entry_points(group="agy_host.engines")):
     pytest.skip("the ACP engine (agy-host-acp) is not installed", allow_module_level=True)
@@ -31,85 +28,14 @@ if not AGY_HOST.exists():
 
 Agent = Any  # agy_host.testing.agents.FakeAgent
 
-TOOLS_MODULE = """
-import json
-import trio
-from agy_host import hookimpl
-from agy_host.tools import HostTool, ToolResult
-
-
-async def echo(args):
-    return ToolResult(text="echo " + json.dumps(args, sort_keys=True))
-
-
-async def slow(args):
-    await trio.sleep(float(args.get("seconds", 1)))
-    return ToolResult(text="slow done after " + str(args.get("seconds")))
-
-
-async def refuse(args):
-    return ToolResult(text="refused by host policy", is_error=True)
-
-
-@hookimpl
-def agy_host_register_tools(register):
-    schema = {"type": "object", "properties": {}}
-    register(HostTool(name="host_echo", description="echo the arguments", input_schema=schema, call=echo))
-    register(HostTool(name="slow_tool", description="take a while", input_schema=schema, call=slow))
-    register(HostTool(name="guarded", description="always refuses", input_schema=schema, call=refuse))
-"""
-
-
-def make_tools_plugin(root: Path) -> None:
-    info = root / "agyt_tools-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agyt-tools\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[agy_host]\nagyt_tools = agyt_tools\n")
-    (root / "agyt_tools.py").write_text(textwrap.dedent(TOOLS_MODULE))
-
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    home = tmp_path / "home"
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-    out.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        AGY_HOST_ENGINE="acp",
-        AGY_HOST_TTY="none",
-        PYTHONPATH=str(tmp_path / "site"),
-    )
-    make_tools_plugin(tmp_path / "site")
-    return out
-
-
-def write_config(env: dict[str, str], text: str) -> None:
-    path = Path(env["XDG_CONFIG_HOME"]) / "agy-host" / "config.toml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-
-
-class Run:
-    def __init__(self, proc: subprocess.CompletedProcess[str]) -> None:
-        self.proc = proc
-        self.events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-
-    def of(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e["type"] == kind]
-
-    @property
-    def text(self) -> str:
-        return "".join(e["delta"] for e in self.of("text"))
-
-    def context(self) -> str:
-        return f"exit {self.proc.returncode}\n{self.proc.stdout[-4000:]}\n--- stderr ---\n{self.proc.stderr[-4000:]}"
+    return e2e_env(tmp_path, "acp")
 
 
 def run(env: dict[str, str], agent: Agent, *args: str, timeout: float = 90) -> Run:
-    argv = [str(AGY_HOST), "run", "--agent", agent.command_line, "--format", "json", "--session", "e2e", *args]
-    return Run(subprocess.run(argv, env=env, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL))
+    return run_cli(env, "--agent", agent.command_line, *args, timeout=timeout)
 
 
 def prompt(*steps: dict[str, Any]) -> dict[str, Any]:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import http.client
 import itertools
+import re
 import socket
 import threading
 import urllib.parse
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -29,6 +31,10 @@ ACCEPT = "application/json, text/event-stream"
 #: Deadline of the requests before ``tools/call`` (the server may still be starting).
 SETUP_TIMEOUT = 30.0
 CLIENT_INFO = {"name": "fake-acp-agent", "version": "fake-1"}
+
+
+if TYPE_CHECKING:
+    from agy_host.testing.scenario import McpCall
 
 
 class McpCallFailed(Exception):
@@ -168,4 +174,59 @@ def result_text(result: Any) -> tuple[str, bool]:
     return " ".join(p for p in parts if p), bool(result.get("isError"))
 
 
-__all__ = ["McpCallFailed", "McpCancelled", "McpHttpClient", "pick_server", "result_text", "server_headers"]
+def call_tool(
+    server: dict[str, Any],
+    step: McpCall,
+    *,
+    cancel: threading.Event,
+    event: Callable[..., None],
+    sleep_scale: float = 1.0,
+) -> tuple[str, bool, int]:
+    """One ``mcp_call`` step, as both fake agents play it: ``initialize``,
+    ``notifications/initialized``, ``tools/list`` (logged as ``mcp-tools``),
+    ``tools/call``, then the poll tool while the answer is "STILL RUNNING".
+
+    Returns the result text, whether it is an error, and how many polls it
+    took; a server error becomes an error text (the agent sees a failed tool,
+    it does not crash). :class:`McpCancelled` escapes: the caller's turn is over.
+    """
+    polls = 0
+    try:
+        client = McpHttpClient(str(server["url"]), server_headers(server), cancel=cancel)
+        client.request(
+            "initialize", {"protocolVersion": step.protocol_version, "capabilities": {}, "clientInfo": CLIENT_INFO}
+        )
+        client.protocol_version = step.protocol_version
+        client.notify("notifications/initialized")
+        if step.list_tools:
+            listed = client.request("tools/list", {})
+            event("mcp-tools", names=[t.get("name") for t in (listed or {}).get("tools", []) if isinstance(t, dict)])
+        result = client.request("tools/call", {"name": step.tool, "arguments": step.arguments}, timeout=step.timeout)
+        text, is_error = result_text(result)
+        while step.poll and text.startswith("STILL RUNNING") and polls < step.max_polls:
+            match = re.search(r"callId ([\w.:-]+)", text)
+            if match is None:
+                break
+            if cancel.wait(step.poll_interval * sleep_scale):
+                raise McpCancelled
+            polls += 1
+            arguments = {"callId": match[1]}
+            result = client.request(
+                "tools/call", {"name": step.poll_tool, "arguments": arguments}, timeout=step.timeout
+            )
+            text, is_error = result_text(result)
+    except McpCallFailed as exc:
+        text, is_error = str(exc), True
+    event("mcp-call", tool=step.tool, is_error=is_error, polls=polls, text=text[:2000])
+    return text, is_error, polls
+
+
+__all__ = [
+    "McpCallFailed",
+    "McpCancelled",
+    "McpHttpClient",
+    "call_tool",
+    "pick_server",
+    "result_text",
+    "server_headers",
+]

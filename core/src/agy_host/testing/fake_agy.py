@@ -35,6 +35,15 @@ Steps (one-key objects)::
     {"echo": true}                     say the prompt back
     {"error_message": "text"}          an error_message step
     {"quota": "34m13s"}                quota reached: error_message step, stderr statements, result ERROR, exit 3
+    {"mcp_call": {tool, arguments, server, timeout, poll, prefix, error_prefix, ...}}
+                                       call a tool on an MCP server from the CLI's global MCP config
+                                       (``$HOME/.gemini/config/mcp_config.json``, read at the call, as agy
+                                       watches it): the enabled ``agy-host-bridge-<pid>`` entry of this
+                                       process's parent, else the only enabled entry whose name starts
+                                       with ``server``; the result is said as agent text (``prefix`` +
+                                       text, ``error_prefix`` for an error), like the fake ACP agent's
+                                       step of the same name. No tool step is shown for it: what agy
+                                       shows for an MCP call is not recorded anywhere.
     {"result": {...}}                  end the turn with these result fields
     {"exit": N | {code, stderr}}       exit now, without a result
 """
@@ -351,6 +360,50 @@ class FakeAgy:
             out = {"output": spec["output"]} if "output" in spec else {}
             self.step({**done, "state": "DONE", "tool_info": {**info, **out}}, index)
 
+    def mcp_call(self, spec: dict[str, Any]) -> None:
+        import threading
+
+        import msgspec
+
+        from agy_host.testing import _fake_mcp as mcp
+        from agy_host.testing.scenario import McpCall
+
+        step = msgspec.convert(spec, McpCall)
+        try:
+            server = self.mcp_server(step.server or "agy-host-bridge-")
+            scale = float(self.sc.get("sleep_scale", 1.0))
+            text, is_error, _ = mcp.call_tool(
+                server, step, cancel=threading.Event(), event=self.log.event, sleep_scale=scale
+            )
+        except mcp.McpCallFailed as exc:
+            text, is_error = str(exc), True
+            self.log.event("mcp-call", tool=step.tool, is_error=True, polls=0, text=text)
+        self.say([(step.error_prefix if is_error else step.prefix) + text])
+
+    def mcp_server(self, prefix: str) -> dict[str, Any]:
+        """The server agy would use, from the global MCP config (``serverUrl`` entries)."""
+        path = Path(os.environ.get("HOME") or Path.home()) / ".gemini" / "config" / "mcp_config.json"
+        try:
+            servers = json.loads(path.read_text("utf-8")).get("mcpServers") or {}
+        except (OSError, ValueError, AttributeError) as exc:
+            raise _mcp_failed(f"no usable MCP config at {path}: {exc}") from None
+        enabled = {
+            name: entry
+            for name, entry in servers.items()
+            if isinstance(entry, dict) and entry.get("serverUrl") and not entry.get("disabled")
+        }
+        ours = f"agy-host-bridge-{os.getppid()}"
+        matching = [name for name in enabled if name.startswith(prefix)]
+        name = ours if ours in enabled else (matching[0] if len(matching) == 1 else None)
+        if name is None:
+            raise _mcp_failed(f"no single enabled MCP server {prefix}* in {path} (enabled: {sorted(enabled)})")
+        entry = enabled[name]
+        mode = path.stat().st_mode & 0o777
+        self.log.event(
+            "mcp-server", entry=name, headers=sorted(entry.get("headers") or {}), mode=mode, all=sorted(servers)
+        )
+        return {"url": entry["serverUrl"], "headers": entry.get("headers") or {}}
+
     def run(self, step: dict[str, Any]) -> None:
         kind, value = next(iter(step.items()))  # one step per object (``say`` may add ``usage``)
         if kind == "say":
@@ -397,6 +450,8 @@ class FakeAgy:
             detail: dict[str, Any] = {"short_error": "RESOURCE_EXHAUSTED (code 429): quota", "error_code": 429}
             detail |= {"status": "RESOURCE_EXHAUSTED", "code_kind": "http", "retryable": True, "error_id": "fake"}
             self.fail(text, 3, [f"error: {text}", "AGY_ERROR: " + json.dumps(detail)])
+        elif kind == "mcp_call":
+            self.mcp_call(value)
         elif kind == "result":
             raise _Stop(self.result(**value))
         elif kind == "exit":
@@ -406,6 +461,12 @@ class FakeAgy:
             self.exit(int(spec.get("code", 1)))
         else:
             raise UsageError(f"unknown fake step {kind!r}")
+
+
+def _mcp_failed(message: str) -> Exception:
+    from agy_host.testing._fake_mcp import McpCallFailed
+
+    return McpCallFailed(message)
 
 
 def load_scenario(spec: str, sets: Sequence[str]) -> dict[str, Any]:
