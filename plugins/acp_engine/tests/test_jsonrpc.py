@@ -36,11 +36,10 @@ def test_line_buffer_refuses_oversized_line_and_recovers() -> None:
     buf = LineBuffer(max_line=10)
     lines, dropped = buf.feed(b"x" * 8)
     assert (lines, dropped) == ([], 0)
-    lines, dropped = buf.feed(b"y" * 8)  # now 16 bytes without newline: discard mode
-    assert lines == []
+    lines, dropped = buf.feed(b"y" * 8)  # now 16 bytes without newline: refused at once, discard mode
+    assert (lines, dropped) == ([], 1)
     lines, dropped = buf.feed(b"zz\nok\n")
-    assert lines == [b"ok"]
-    assert dropped == 1
+    assert (lines, dropped) == ([b"ok"], 0)  # the rest of the refused line is skipped, counted once
 
 
 def test_line_buffer_drops_long_complete_line() -> None:

@@ -5,10 +5,11 @@ What this layer guarantees, because real agents need each of them:
 * **Line buffering across chunk boundaries.** Pipe reads are not aligned to
   newlines; a frame split over two reads is reassembled, never dropped (the
   original's P0 bug). Lines are split on ``\\n`` only.
-* **Lines up to 64 MiB.** A longer line is refused: its bytes are discarded up
-  to the next newline, the refusal is reported through ``on_protocol_error``
-  and the connection stays usable (the documented choice; a huge frame is one
-  bad message, not a dead agent).
+* **Lines up to 64 MiB.** A longer line is refused as soon as it is known to
+  be too long: the refusal is reported through ``on_protocol_error``, its
+  bytes are discarded up to the next newline and the connection stays usable
+  (the documented choice, docs/reliability.md; a huge frame is one bad
+  message, not a dead agent). Buffering is linear in the line's size.
 * **Nothing fatal from garbage.** A non-JSON line (Antigravity prints its
   sign-in URL this way), invalid UTF-8, a NUL byte, a JSON array, a response to
   an unknown or already-answered id: each is reported through a callback and
@@ -35,8 +36,8 @@ from typing import Any
 import msgspec
 import trio
 
-#: The longest line accepted (64 MiB, like other ACP clients).
-MAX_LINE_BYTES = 64 * 1024 * 1024
+from agy_host.agent_process import MAX_LINE_BYTES, LineSplitter
+
 READ_CHUNK = 256 * 1024
 
 METHOD_NOT_FOUND = -32601
@@ -130,43 +131,12 @@ RequestHandler = Callable[[str, msgspec.Raw], Awaitable[Any]]
 ErrorHandler = Callable[[str, bytes], None]
 
 
-class LineBuffer:
-    """Splits a byte stream into lines; keeps the trailing partial line."""
+class LineBuffer(LineSplitter):
+    """Splits a byte stream into lines; keeps the trailing partial line.
 
-    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
-        self.max_line = max_line
-        self._partial = b""
-        self._discarding = False
-
-    def feed(self, data: bytes) -> tuple[list[bytes], int]:
-        """Complete lines in ``data`` (without ``\\n``) and how many oversized
-        lines were discarded."""
-        dropped = 0
-        if self._discarding:
-            nl = data.find(b"\n")
-            if nl < 0:
-                return [], 0
-            data = data[nl + 1 :]
-            self._discarding = False
-            dropped += 1
-        if self._partial:
-            data = self._partial + data
-            self._partial = b""
-        lines = data.split(b"\n")
-        tail = lines.pop()
-        if len(tail) > self.max_line:
-            self._discarding = True
-            tail = b""
-        self._partial = tail
-        if lines and (len(data) > self.max_line or len(lines[0]) > self.max_line):
-            kept = [x for x in lines if len(x) <= self.max_line]
-            dropped += len(lines) - len(kept)
-            lines = kept
-        return lines, dropped
-
-    @property
-    def pending(self) -> bytes:
-        return self._partial
+    The framing is core's (:class:`agy_host.agent_process.LineSplitter`,
+    linear in the line's size, refusals counted when detected); this name
+    stays for the engine's callers and tests."""
 
 
 class JsonRpcConnection:
@@ -229,7 +199,7 @@ class JsonRpcConnection:
                 if self._buffer.pending.strip():
                     self._dispatch(self._buffer.pending)
                 return
-            lines, dropped = feed(bytes(data) if type(data) is not bytes else data)
+            lines, dropped = feed(data)
             if dropped:
                 self._on_protocol_error(f"refused {dropped} line(s) longer than {self._buffer.max_line} bytes", b"")
             if batched:

@@ -28,6 +28,8 @@ from typing import Any
 
 import msgspec
 
+from agy_host.agent_process import MAX_LINE_BYTES, LineSplitter
+
 
 class Usage(msgspec.Struct, kw_only=True, omit_defaults=True):
     input_tokens: int | None = None
@@ -241,31 +243,32 @@ def parse(raw: bytes) -> Event:
 
 
 class LineBuffer:
-    """Bytes in, complete lines out. Pipe reads are not aligned to lines, so
-    the tail is kept until its newline arrives."""
+    """Bytes in, complete non-empty lines out (a trailing ``\r`` removed).
+    Pipe reads are not aligned to lines, so the tail is kept until its
+    newline arrives; the framing is core's linear
+    :class:`agy_host.agent_process.LineSplitter`. A line longer than
+    ``max_line`` is counted in :attr:`overflows` when detected and skipped
+    up to its newline (the reader reports each)."""
 
-    __slots__ = ("_partial", "max_line", "overflows")
+    __slots__ = ("_split", "overflows")
 
-    def __init__(self, max_line: int = 64 * 1024 * 1024) -> None:
-        self._partial = b""
-        self.max_line = max_line
-        #: Lines dropped for exceeding ``max_line`` (the reader reports each).
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self._split = LineSplitter(max_line)
+        #: Lines dropped for exceeding ``max_line``.
         self.overflows = 0
 
+    @property
+    def max_line(self) -> int:
+        return self._split.max_line
+
     def feed(self, data: bytes | bytearray) -> list[bytes]:
-        if b"\n" not in data:
-            self._partial += bytes(data)
-            if len(self._partial) > self.max_line:
-                self._partial = b""
-                self.overflows += 1
-            return []
-        lines = (self._partial + data).split(b"\n")
-        self._partial = lines.pop()
+        lines, refused = self._split.feed(data)
+        self.overflows += refused
         return [line[:-1] if line.endswith(b"\r") else line for line in lines if line.strip()]
 
     def flush(self) -> list[bytes]:
         """The unterminated tail at EOF (a line agy did not finish is still a line)."""
-        tail, self._partial = self._partial, b""
+        tail = self._split.flush()
         return [tail] if tail.strip() else []
 
 

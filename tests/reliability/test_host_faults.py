@@ -1,0 +1,150 @@
+"""Host faults: agy-host killed mid-write, two agy-host processes at once,
+corrupt files on disk, and what a dead agy-host left behind.
+
+Writers are real processes (this interpreter running agy-host's own store
+and config code, or the ``agy-host`` CLI) and kills are real SIGKILLs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import tomllib
+from pathlib import Path
+
+from agy_host import config as config_mod
+from agy_host.store import STORE_FILE, SessionStore
+from agy_host.testing.pytest_plugin import AgyHostHome, CliResult
+
+#: A writer that never stops: a store binding (big, so a write takes a while) or a config key per round.
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from agy_host.store import SessionBinding, SessionStore
+    from agy_host import config
+
+    kind, path = sys.argv[1], Path(sys.argv[2])
+    store = SessionStore(path) if kind == "store" else None
+    print("ready", flush=True)
+    i = 0
+    while True:
+        if store is not None:
+            store.set(f"s{i % 50}", SessionBinding(conversation_id=f"c{i}", agent="x" * 20_000))
+        else:
+            config.set_value("turn.permission_timeout_seconds", str(60 + i % 500), path=path)
+        i += 1
+    """
+)
+
+
+def kill_mid_write(kind: str, path: Path, rounds: int = 6) -> None:
+    rng = random.Random(8)
+    for _ in range(rounds):
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, kind, str(path)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.3))
+        proc.send_signal(signal.SIGKILL)
+        assert proc.wait() == -signal.SIGKILL
+
+
+def test_sigkill_mid_write_never_corrupts_the_session_store(tmp_path: Path) -> None:
+    path = tmp_path / STORE_FILE
+    kill_mid_write("store", path)
+    warnings: list[str] = []
+    store = SessionStore(path, warn=warnings.append)
+    assert warnings == []  # readable as a store: nothing moved aside
+    assert 0 < len(store) <= 50 and all(b.agent == "x" * 20_000 for b in store.all().values())
+    assert not list(tmp_path.glob(f"{STORE_FILE}.corrupt-*"))
+
+
+def test_sigkill_mid_write_never_corrupts_the_config(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    big = {f"k{i}": "v" * 100 for i in range(5000)}  # the user's own table, rewritten by every set
+    import tomli_w
+
+    path.write_text(tomli_w.dumps({"plugins": {"mine": big}}))
+    kill_mid_write("config", path)
+    raw = tomllib.loads(path.read_text())
+    assert raw["plugins"]["mine"] == big
+    assert 60 <= raw["turn"]["permission_timeout_seconds"] < 560
+    warnings: list[str] = []
+    config_mod.load(path=path, warn=warnings.append, env={})
+    assert not [w for w in warnings if "moved" in w], warnings
+
+
+CONCURRENT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from agy_host.store import SessionBinding, SessionStore
+
+    who, path, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
+    while not go.exists():
+        time.sleep(0.001)
+    for i in range(40):
+        SessionStore(path).set(f"{who}-{i}", SessionBinding(conversation_id=f"{who}-conv-{i}"))
+    """
+)
+
+
+def test_two_processes_updating_the_store_at_once_lose_no_binding(tmp_path: Path) -> None:
+    path, go = tmp_path / STORE_FILE, tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT, who, str(path), str(go)]) for who in ("a", "b")]
+    time.sleep(0.3)  # both interpreters started and waiting
+    go.touch()
+    assert [p.wait(timeout=60) for p in procs] == [0, 0]
+    bindings = SessionStore(path).all()
+    assert sorted(bindings) == sorted(f"{w}-{i}" for w in ("a", "b") for i in range(40))
+    assert all(b.conversation_id == k.replace("-", "-conv-", 1) for k, b in bindings.items())
+
+
+def test_a_corrupt_store_and_config_are_moved_aside_reported_and_kept(
+    agy_host_home: AgyHostHome, agy_host_cli: object
+) -> None:
+    state = agy_host_home.state_home / "agy-host"
+    state.mkdir(parents=True, exist_ok=True)
+    store_bytes = b'{"version": 1, "bindings": {"work": {"conversation_id": "abc"'  # torn
+    (state / STORE_FILE).write_bytes(store_bytes)
+    config_bytes = b"[turn\ntimeout_seconds = = 5\n"
+    config_path = agy_host_home.config_home / "agy-host" / "config.toml"
+    config_path.parent.mkdir(parents=True, exist_ok=True)
+    config_path.write_bytes(config_bytes)
+
+    run = agy_host_cli  # the real CLI in a subprocess
+    assert callable(run)
+    result: CliResult = run("sessions", "list")
+    assert result.returncode == 0, result
+    [store_kept] = state.glob(f"{STORE_FILE}.corrupt-*")
+    [config_kept] = config_path.parent.glob("config.toml.corrupt-*")
+    assert store_kept.read_bytes() == store_bytes and config_kept.read_bytes() == config_bytes
+    assert str(store_kept) in result.stderr and str(config_kept) in result.stderr, result  # reported, with where
+    again: CliResult = run("sessions", "list")
+    assert again.returncode == 0 and "corrupt" not in again.stderr, again  # reported once, then a clean start
+
+
+async def test_a_stale_bridge_registration_of_a_dead_pid_is_swept(tmp_path: Path) -> None:
+    from agy_host_bridge_mcp.cli_registration import config_file, entry_name
+    from agy_host_bridge_mcp.testing import running_bridge
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()  # reaped: this pid is free, no process has it (pids are not reused this fast)
+    home = tmp_path / "home"
+    path = config_file({"HOME": str(home)})
+    path.parent.mkdir(parents=True)
+    mine = {"serverUrl": "http://127.0.0.1:1/mcp"}
+    stale = {"serverUrl": "http://127.0.0.1:2/mcp", "headers": {"x-bridge-token": "old"}}
+    path.write_text(json.dumps({"mcpServers": {"mine": mine, entry_name(dead.pid): stale}}))
+    async with running_bridge(tmp_path, engine="stream-json") as bridge:
+        during = json.loads(path.read_text())["mcpServers"]
+        assert bridge.service.url is not None
+    after = json.loads(path.read_text())["mcpServers"]
+    assert entry_name(dead.pid) not in during, during  # swept at start
+    assert during["mine"] == mine and during[entry_name(os.getpid())]["serverUrl"] == bridge.service.url
+    assert after == {"mine": mine}  # ours removed at the end, the user's entry untouched
