@@ -1,10 +1,11 @@
 """Development sessions for the agy-host workspace.
 
-    nox                      # tests, lint, typecheck (what `bash .ci/run` runs)
+    nox                      # tests, lint, typecheck, parity (what `bash .ci/run` runs)
     nox -s tests -- -k acp   # arguments after -- go to pytest
     nox -s interop           # only the real third-party ACP agents
     nox -s parity            # the parity suite, once per engine, each engine alone
-    nox -s isolated          # wheels of core + one engine in a fresh venv
+    nox -s parity -- --report   # ... and rewrite docs/parity.md (checklist item x engine)
+    nox -s isolated          # wheels of core + one engine in a fresh venv, one turn on a fake agent
     nox -l                   # list every session
 
 The distributions are found on disk: ``core/`` and every ``plugins/*`` with a
@@ -28,7 +29,7 @@ import nox
 
 nox.needs_version = ">=2024.4.15"
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["tests", "lint", "typecheck"]
+nox.options.sessions = ["tests", "lint", "typecheck", "parity"]
 nox.options.reuse_venv = "yes"
 
 ROOT = Path(__file__).resolve().parent
@@ -77,6 +78,15 @@ def _test_paths() -> list[str]:
     return [str(p.relative_to(ROOT)) for p in paths]
 
 
+#: The parity suite runs in its own sessions, once per engine with that engine
+#: installed alone; collecting it in ``tests`` too would run it a second time
+#: (about a minute and a half per engine) against both engines at once.
+PARITY_SUITE = ROOT / "tests" / "parity"
+#: What a parity session installs next to core and its engine: the suite
+#: drives host tools through the bridge, and tool cards through the renderer.
+PARITY_COMPANIONS = ("bridge_mcp", "diff_render")
+
+
 def _uv() -> str | None:
     """The uv nox itself uses, so the interop provisioning can use it too."""
     try:
@@ -113,7 +123,8 @@ def tests(session: nox.Session) -> None:
     paths = _test_paths()
     session.log(f"pytest over: {' '.join(paths)}")
     # Exit code 5 is "no tests collected": reported by pytest itself, not an error here.
-    session.run("pytest", *paths, *session.posargs, env=_pytest_env(), success_codes=[0, 5])
+    ignore = [f"--ignore={PARITY_SUITE.relative_to(ROOT)}"] if PARITY_SUITE.is_dir() else []
+    session.run("pytest", *paths, *ignore, *session.posargs, env=_pytest_env(), success_codes=[0, 5])
 
 
 @nox.session
@@ -149,22 +160,54 @@ _ENGINE_PARAMS = sorted(ENGINES) or ["(none)"]
 @nox.session
 @nox.parametrize("engine", _ENGINE_PARAMS)
 def parity(session: nox.Session, engine: str) -> None:
-    """The parity suite (tests/parity) against one engine, installed alone."""
-    suite = ROOT / "tests" / "parity"
+    """The parity suite (tests/parity) against one engine, installed alone
+    (with the bridge and the diff renderer; never the other engine).
+    ``-- --report`` also rewrites docs/parity.md from every engine's results."""
     if engine not in ENGINES:
         session.skip("no engine plugin found: no plugins/*/pyproject.toml declares an agy_host.engines entry point")
-    if not suite.is_dir():
-        session.skip(
-            f"tests/parity does not exist yet: the parity suite is not built, so nothing was run for {engine!r} "
-            "(this is a skip, not a pass)"
-        )
-    _install_workspace(session, *TEST_DEPS, plugins=[ENGINES[engine]])
+    if not PARITY_SUITE.is_dir():
+        session.error(f"{PARITY_SUITE} is missing: the parity suite cannot run for {engine!r}")
+    companions = [ROOT / "plugins" / name for name in PARITY_COMPANIONS]
+    missing = [str(c) for c in companions if not (c / "pyproject.toml").is_file()]
+    if missing:
+        session.error(f"the parity suite needs {', '.join(missing)}")
+    _install_workspace(session, *TEST_DEPS, plugins=[ENGINES[engine], *companions])
+    # The point of the session: this engine alone (a reused venv must not have gained another).
+    session.run("python", "-c", _ONLY_ENGINE, engine, silent=True)
     session.run(
         "pytest",
-        str(suite.relative_to(ROOT)),
+        str(PARITY_SUITE.relative_to(ROOT)),
+        "--engine",
+        engine,
         *session.posargs,
         env={**_pytest_env(), "AGY_HOST_PARITY_ENGINE": engine},
     )
+
+
+_ONLY_ENGINE = """
+import sys
+from importlib.metadata import entry_points
+found = sorted(ep.name for ep in entry_points(group="agy_host.engines"))
+sys.exit(0 if found == [sys.argv[1]] else f"engines installed: {found}; expected only {sys.argv[1]!r}")
+"""
+
+
+def _fake_agents(session: nox.Session, where: Path) -> dict[str, str]:
+    """Executables that stand in for Antigravity (both of its binaries),
+    run by the session's own interpreter from the installed core wheel
+    (``agy_host.testing``), so ``isolated`` completes a real turn on either
+    engine without the real agent. The ACP wrapper drops agy's arguments."""
+    python = str((Path(session.bin) / "python").absolute())
+    where.mkdir(parents=True, exist_ok=True)
+    acp, cli = where / "agy-acp" / "agy", where / "agy-cli" / "agy"
+    for path, command in (
+        (acp, f"exec {python} -m agy_host.testing.fake_acp_agent --scenario happy\n"),
+        (cli, f'exec {python} -m agy_host.testing.fake_agy --fake-scenario happy "$@"\n'),
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n" + command)
+        path.chmod(0o755)
+    return {"AGY_ACP_BIN": str(acp), "AGY_BIN": str(cli)}
 
 
 @nox.session(reuse_venv=False)
@@ -191,7 +234,8 @@ def isolated(session: nox.Session, engine: str) -> None:
     session.install(*built)
     plugin_project = _project(plugin)
     package = next(iter((plugin / "src").glob("*/__init__.py"))).parent.name
-    session.chdir(session.create_tmp())  # away from the source tree
+    tmp = Path(session.create_tmp()).resolve()
+    session.chdir(tmp)  # away from the source tree
     session.run(
         "python",
         str(ROOT / "scripts" / "check_isolated.py"),
@@ -203,6 +247,7 @@ def isolated(session: nox.Session, engine: str) -> None:
         str(plugin_project["name"]),
         "--package",
         package,
+        env=_fake_agents(session, tmp / "fake-agents"),
     )
 
 

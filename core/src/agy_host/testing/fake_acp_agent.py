@@ -64,6 +64,8 @@ Scenario format (JSON object, or the same as TOML)::
     request_id_start   first id of agent-to-client requests (0 like agy)
     prompts            [[steps of prompt 1], [steps of prompt 2], ...]; the
                        last list repeats; ``prompt`` = one list for all
+    prompt_counter     "" | PATH: count prompts in this file across processes
+                       (a restarted agent plays the next list, not the first)
 
 Other methods: ``session/close`` -> {}; anything else -> -32601 with
 ``data.method``; a non-JSON line -> -32700; requests on an unknown session
@@ -175,9 +177,25 @@ class FakeAcpAgent:
 
     def take_prompt_index(self) -> int:
         with self._lock:
+            if self.scenario.prompt_counter:
+                return self._take_counted_index(self.scenario.prompt_counter)
             index = self._prompt_index
             self._prompt_index += 1
             return index
+
+    @staticmethod
+    def _take_counted_index(path: str) -> int:
+        """The next index from a counter file shared by every process of this
+        agent command, so a restarted agent goes on with the next prompt list
+        (as the fake agy's turns do) instead of starting over."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                index = int(f.read().strip() or 0)
+        except (OSError, ValueError):
+            index = 0
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(str(index + 1))
+        return index
 
     def open_request(self, run: PromptRun, method: str) -> tuple[int, Pending]:
         with self._lock:

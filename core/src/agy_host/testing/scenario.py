@@ -385,6 +385,8 @@ class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: First id of server-to-client requests (real agents start at 0).
     request_id_start: int = 0
     prompts: list[list[Step]] = msgspec.field(default_factory=_default_prompts)
+    #: A file counting prompts across processes of this agent ("": per process).
+    prompt_counter: str = ""
 
     def steps_for(self, index: int) -> list[Step]:
         """Steps of the ``index``-th prompt (0-based); the last list repeats."""

@@ -1,0 +1,198 @@
+"""The parity suite's engine axis and its report.
+
+Every test that takes the ``rig`` fixture runs once per selected engine:
+``--engine NAME`` (repeatable), else ``$AGY_HOST_PARITY_ENGINE`` (comma
+separated), else every engine installed here that the suite has a rig for.
+Selecting an engine that is not installed is an error, never a skip: the
+``parity(engine)`` nox session installs exactly one engine, and a suite
+that quietly ran nothing would look like a pass.
+
+``--report`` records each test's result per engine in
+``.cache/parity/<engine>.json`` and rewrites ``docs/parity.md`` from every
+engine's latest results, so ``nox -s parity -- --report`` (one session per
+engine) fills the whole table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from parity.rigs import ENGINE_ENV, RIGS, AcpRig, Home, Rig, installed_engines
+
+REPO = Path(__file__).resolve().parents[2]
+RESULTS_DIR = REPO / ".cache" / "parity"
+REPORT = REPO / "docs" / "parity.md"
+
+#: The checklist of ``shared/spec/README.md``, "Parity checklist", by number.
+CHECKLIST = {
+    1: "Text streams as deltas; a cumulative resend is detected and sliced.",
+    2: "Multi-turn continuity: the next turn continues the same agent conversation.",
+    3: "Turn serialization: two concurrent turns on one session never interleave.",
+    4: "Tool round-trip: a bridge `tools/call` parks, the host runs the tool, the result resumes the same agent turn.",
+    5: "The inactivity timer is suspended while a tool call is parked and re-armed after.",
+    6: "The overall turn deadline and the inactivity timeout still fire and fail the turn visibly; "
+    "parked time does not count.",
+    7: "Abort: the user's abort gives `aborted`; the next turn on the session works.",
+    8: "A host restart resumes the right agent conversation, per engine.",
+    9: "Switching engine and back keeps each engine's own conversation binding.",
+    10: "Model catalog: the same model ids and effort tiers resolve.",
+    11: "A model or effort switch takes effect on the next turn.",
+    12: "The digest and the system prompt reach the agent identically on every engine.",
+    13: "`activate_skill` is answered by the bridge.",
+    14: "Usage: mapped where the agent reports it, reported as absent where not.",
+    15: "`agy-host doctor` shows connection state, session id, stats, lifecycle log.",
+    16: "Spawn failure, auth failure and protocol errors surface as visible turn errors with the agent's own message.",
+    17: "One-shot `ask` returns text, duration, abort and timeout states, and a resumable session id.",
+    18: "A slow human answer to a parked tool call cannot kill the turn.",
+    19: "The permission policy always answers the agent; it never hangs.",
+}
+_ITEM = re.compile(r"test_(\d\d)_")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("parity", "agy-host parity suite")
+    group.addoption(
+        "--engine",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help=f"engine to run the parity suite against (repeatable; default: ${ENGINE_ENV}, else every installed one)",
+    )
+    group.addoption(
+        "--report",
+        action="store_true",
+        default=False,
+        help="record results in .cache/parity/ and rewrite docs/parity.md (checklist item x engine)",
+    )
+
+
+def selected_engines(config: pytest.Config) -> list[str]:
+    wanted: list[str] = list(config.getoption("--engine"))
+    if not wanted and os.environ.get(ENGINE_ENV):
+        wanted = [e.strip() for e in os.environ[ENGINE_ENV].split(",") if e.strip()]
+    installed = installed_engines()
+    if not wanted:
+        return installed
+    for name in wanted:
+        if name not in RIGS:
+            raise pytest.UsageError(f"the parity suite has no rig for engine {name!r} (rigs: {', '.join(RIGS)})")
+        if name not in installed:
+            raise pytest.UsageError(
+                f"engine {name!r} is not installed here (installed: {', '.join(installed) or 'none'})"
+            )
+    return wanted
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "engine" in metafunc.fixturenames:
+        engines = selected_engines(metafunc.config)
+        if not engines:
+            raise pytest.UsageError(
+                "no engine with a parity rig is installed: install agy-host-acp or agy-host-stream-json"
+            )
+        metafunc.parametrize("engine", engines)
+
+
+@pytest.fixture
+def rig(engine: str, tmp_path: Path) -> Iterator[Rig]:
+    """The engine's rig; on ACP, every frame the host sent to the fake during
+    the test is then validated against the vendored ACP schema (a test that
+    passed with an invalid message fails here)."""
+    made = RIGS[engine](tmp_path / "rig")
+    yield made
+    if isinstance(made, AcpRig):
+        from conformance.schema import validate_client_message
+
+        for msg in made.sent_frames():
+            # the agents' only requests to the host in these scripts are permission requests
+            validate_client_message(msg, request_method=None if "method" in msg else "session/request_permission")
+
+
+@pytest.fixture
+def home(engine: str, tmp_path: Path) -> Home:
+    return Home(tmp_path / "user", engine)
+
+
+# ---------------------------------------------------------------------------
+# the report
+# ---------------------------------------------------------------------------
+
+_results: dict[str, dict[str, dict[str, Any]]] = {}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    callspec = getattr(item, "callspec", None)
+    match = _ITEM.match(getattr(item, "originalname", item.name))
+    if callspec is None or "engine" not in callspec.params or match is None:
+        return report
+    engine = str(callspec.params["engine"])
+    number = str(int(match.group(1)))
+    entry = _results.setdefault(engine, {}).setdefault(number, {"outcome": "pass", "seconds": 0.0, "tests": []})
+    if report.when == "call" or report.outcome != "passed":
+        if report.when == "call":
+            entry["seconds"] += report.duration
+        outcome = _outcome(report)
+        if outcome != "pass" and entry["outcome"] == "pass":
+            entry["outcome"] = outcome
+        if report.when == "call" or outcome != "pass":
+            entry["tests"].append(item.name)
+    return report
+
+
+def _outcome(report: pytest.TestReport) -> str:
+    if hasattr(report, "wasxfail"):
+        return "xfail" if report.skipped else "xpass"
+    if report.passed:
+        return "pass"
+    return "skip" if report.skipped else "fail"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if not session.config.getoption("--report", default=False) or not _results:
+        return
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    for engine, items in _results.items():
+        data = {"engine": engine, "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "items": items}
+        (RESULTS_DIR / f"{engine}.json").write_text(json.dumps(data, indent=1, sort_keys=True))
+    write_report()
+
+
+def write_report() -> None:
+    columns = []
+    for path in sorted(RESULTS_DIR.glob("*.json")):
+        data = json.loads(path.read_text())
+        if data.get("engine") in RIGS:
+            columns.append(data)
+    mark = {"pass": "pass", "fail": "**FAIL**", "xfail": "xfail (known gap)", "xpass": "**XPASS**", "skip": "skip"}
+    lines = [
+        "# Parity report",
+        "",
+        "Generated by `nox -s parity -- --report` (each engine installed alone, the suite in",
+        "`tests/parity/` run against it); do not edit by hand. One row per item of the parity",
+        "checklist (`shared/spec/README.md`), one column per engine. A `xfail` cell is a",
+        "known product gap, asserted strictly (the test fails once the gap closes) and",
+        "described in the test's reason.",
+        "",
+        "| # | checklist item | " + " | ".join(f"`{c['engine']}`" for c in columns) + " |",
+        "|---|---|" + "---|" * len(columns),
+    ]
+    for number, text in CHECKLIST.items():
+        cells = []
+        for column in columns:
+            entry = column["items"].get(str(number))
+            cells.append(mark.get(entry["outcome"], entry["outcome"]) if entry else "not run")
+        lines.append(f"| {number} | {text} | " + " | ".join(cells) + " |")
+    lines += ["", "Runs:", ""]
+    for column in columns:
+        total = sum(float(e["seconds"]) for e in column["items"].values())
+        lines.append(f"* `{column['engine']}`: {column['when']}, {total:.0f} s of test time")
+    REPORT.write_text("\n".join(lines) + "\n")
