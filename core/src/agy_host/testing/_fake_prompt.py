@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import os
-import re
 import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -204,40 +203,17 @@ class PromptRun:
     def _mcp_call(self, step: McpCall) -> None:
         from agy_host.testing import _fake_mcp as mcp
 
-        polls = 0
         try:
             server = mcp.pick_server(self.agent.mcp_servers(self.session_id), step.server)
-            client = mcp.McpHttpClient(str(server["url"]), mcp.server_headers(server), cancel=self.cancel)
-            client.request(
-                "initialize",
-                {"protocolVersion": step.protocol_version, "capabilities": {}, "clientInfo": mcp.CLIENT_INFO},
+            scale = self.agent.scenario.sleep_scale
+            text, is_error, _ = mcp.call_tool(
+                server, step, cancel=self.cancel, event=self.agent.log.event, sleep_scale=scale
             )
-            client.protocol_version = step.protocol_version
-            client.notify("notifications/initialized")
-            if step.list_tools:
-                listed = client.request("tools/list", {})
-                names = [t.get("name") for t in (listed or {}).get("tools", []) if isinstance(t, dict)]
-                self.agent.log.event("mcp-tools", names=names)
-            result = client.request(
-                "tools/call", {"name": step.tool, "arguments": step.arguments}, timeout=step.timeout
-            )
-            text, is_error = mcp.result_text(result)
-            while step.poll and text.startswith("STILL RUNNING") and polls < step.max_polls:
-                match = re.search(r"callId ([\w.:-]+)", text)
-                if match is None:
-                    break
-                if self.cancel.wait(step.poll_interval * self.agent.scenario.sleep_scale):
-                    raise _Cancelled
-                polls += 1
-                result = client.request(
-                    "tools/call", {"name": step.poll_tool, "arguments": {"callId": match[1]}}, timeout=step.timeout
-                )
-                text, is_error = mcp.result_text(result)
         except mcp.McpCancelled:
             raise _Cancelled from None
         except mcp.McpCallFailed as exc:
             text, is_error = str(exc), True
-        self.agent.log.event("mcp-call", tool=step.tool, is_error=is_error, polls=polls, text=text[:2000])
+            self.agent.log.event("mcp-call", tool=step.tool, is_error=True, polls=0, text=text[:2000])
         self.update(self._text_update("agent_message_chunk", (step.error_prefix if is_error else step.prefix) + text))
 
     def _flood(self, count: int, text: str) -> None:
