@@ -5,7 +5,6 @@ streamed text, JSON events, exit codes, resuming with --session, and Ctrl-C
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -16,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from agy_host.testing.pytest_plugin import isolated_env
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 
@@ -29,14 +30,7 @@ if not AGY_HOST.exists():
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-    out.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        AGY_HOST_ENGINE="acp",
-    )
+    out = isolated_env(home, AGY_HOST_ENGINE="acp")
     return out
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from engines.distributions import make_dist
 
+from agy_host.testing.pytest_plugin import isolated_env
+
 TESTS_DIR = Path(__file__).resolve().parent
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 
@@ -22,13 +24,7 @@ pytestmark = pytest.mark.skipif(not AGY_HOST.exists(), reason=f"console script n
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-    out.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-    )
+    out = isolated_env(home)
     return out
 
 

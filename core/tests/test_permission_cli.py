@@ -19,6 +19,8 @@ from typing import Any
 
 import pytest
 
+from agy_host.testing.pytest_plugin import isolated_env
+
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 
 if not any(ep.name == "acp" for ep in metadata.entry_points(group="agy_host.engines")):
@@ -32,15 +34,7 @@ Agent = Any
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-    out.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        AGY_HOST_ENGINE="acp",
-        AGY_HOST_TTY="none",
-    )
+    out = isolated_env(home, AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
     return out
 
 

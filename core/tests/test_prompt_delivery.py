@@ -9,7 +9,6 @@ lines. The stream-json half is skipped when that engine is not installed.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -22,6 +21,7 @@ import pytest
 from agy_host.builtins.digest import DIGEST_PREAMBLE
 from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE
 from agy_host.builtins.transcripts import TranscriptEntry, append_entries
+from agy_host.testing.pytest_plugin import isolated_env
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 ENGINES = {ep.name for ep in metadata.entry_points(group="agy_host.engines")}
@@ -47,13 +47,7 @@ def project(tmp_path: Path) -> Path:
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-    out.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-    )
+    out = isolated_env(home)
     config = home / ".config" / "agy-host" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text(f"system_prompt = {json.dumps(SYSTEM)}\n")

@@ -20,10 +20,10 @@ import trio
 
 from agy_host.config import Config
 from agy_host.engines import Engine, EngineContext, McpServerSpec
-from agy_host.events import Activity, NoticeActivity, OutcomeActivity, TextActivity
+from agy_host.events import Activity, NoticeActivity
 from agy_host.permissions import PermissionDecision, PermissionRequest
 from agy_host.prompt import TextBlock
-from agy_host.turns import TurnDriver, TurnHandle, TurnRequest
+from agy_host.turns import TurnDriver, TurnRequest
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 ACP_RAW = AGENTS / "acp_raw_agent.py"
@@ -123,28 +123,6 @@ def request(cwd: Path | str, text: str = "hi", **fields: Any) -> TurnRequest:
     }
     values.update(fields)
     return TurnRequest(**values)
-
-
-async def collect(
-    handle: TurnHandle, *, seconds: float = 60.0, on: Callable[[Activity], None] | None = None
-) -> list[Activity]:
-    out: list[Activity] = []
-    with trio.fail_after(seconds):
-        async for act in handle:
-            out.append(act)
-            if on is not None:
-                on(act)
-    return out
-
-
-def text_of(acts: list[Activity]) -> str:
-    return "".join(a.delta for a in acts if isinstance(a, TextActivity))
-
-
-def outcome_of(acts: list[Activity]) -> OutcomeActivity:
-    last = acts[-1]
-    assert isinstance(last, OutcomeActivity), acts[-5:]
-    return last
 
 
 def notices(acts: list[Activity]) -> list[str]:

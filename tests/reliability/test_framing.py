@@ -17,8 +17,9 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability._support import ENGINES, collect, driver, notices, outcome_of, raw_engine, request, text_of
+from reliability._support import ENGINES, driver, notices, raw_engine, request
 
+from agy_host.testing.contract import collect, outcome_of, text_of
 from agy_host_acp import jsonrpc
 from agy_host_stream_json import wire
 

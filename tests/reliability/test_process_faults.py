@@ -21,15 +21,12 @@ from reliability._support import (
     AGY_RAW,
     ENGINES,
     acp_engine,
-    collect,
     driver,
     group_members,
-    outcome_of,
     pid_running,
     raw_engine,
     request,
     stream_json_engine,
-    text_of,
     wait_until,
     wrapper_script,
 )
@@ -37,6 +34,7 @@ from reliability._support import (
 from agy_host.engines import Engine
 from agy_host.events import Activity, TextActivity
 from agy_host.testing.agents import fake_acp_agent_command
+from agy_host.testing.contract import collect, outcome_of, text_of
 from agy_host.testing.fake_agy import make_fake_agy
 
 HAPPY_AGY = [{"say": ["HE", "LLO"]}]

@@ -33,7 +33,8 @@ from agy_host.events import (
 )
 from agy_host.permissions import PermissionDecision, PermissionRequest, choose_allow
 from agy_host.prompt import ImageBlock, TextBlock
-from agy_host.turns import TurnHandle, TurnRequest
+from agy_host.testing.contract import collect, outcome_of, text_of
+from agy_host.turns import TurnRequest
 from agy_host_acp.driver import AcpDriver
 from agy_host_acp.engine import AcpEngine
 
@@ -133,26 +134,6 @@ def req(text: str = "hi", **kw: Any) -> TurnRequest:
     }
     base.update(kw)
     return TurnRequest(**base)
-
-
-async def collect(handle: TurnHandle, *, on: Callable[[Activity], None] | None = None) -> list[Activity]:
-    out: list[Activity] = []
-    with trio.fail_after(30):
-        async for act in handle:
-            out.append(act)
-            if on is not None:
-                on(act)
-    return out
-
-
-def text_of(acts: list[Activity]) -> str:
-    return "".join(a.delta for a in acts if isinstance(a, TextActivity))
-
-
-def outcome_of(acts: list[Activity]) -> OutcomeActivity:
-    last = acts[-1]
-    assert isinstance(last, OutcomeActivity), acts
-    return last
 
 
 async def test_happy_path_with_agy_profile_sets_model_and_mode(tmp_path: Path) -> None:

@@ -9,12 +9,13 @@ plugin; nothing is patched into the process under test."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
+
+from agy_host.testing.pytest_plugin import isolated_env
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 
@@ -58,16 +59,8 @@ def make_tools_plugin(root: Path) -> None:
 def e2e_env(tmp_path: Path, engine: str) -> dict[str, str]:
     """A clean environment for one engine: a private HOME and XDG dirs, no
     terminal, the tools plugin importable."""
-    home = tmp_path / "home"
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-    out.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-        AGY_HOST_ENGINE=engine,
-        AGY_HOST_TTY="none",
-        PYTHONPATH=str(tmp_path / "site"),
+    out = isolated_env(
+        tmp_path / "home", AGY_HOST_ENGINE=engine, AGY_HOST_TTY="none", PYTHONPATH=str(tmp_path / "site")
     )
     make_tools_plugin(tmp_path / "site")
     return out

@@ -5,24 +5,19 @@ replay agent), and small readers of a turn's activities."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-
-import trio
 
 from agy_host.config import Config
 from agy_host.engines import EngineContext
 from agy_host.events import (
     Activity,
     NoticeActivity,
-    OutcomeActivity,
-    TextActivity,
     UsageActivity,
 )
 from agy_host.permissions import PermissionDecision, PermissionRequest
 from agy_host.prompt import TextBlock
-from agy_host.turns import TurnHandle, TurnRequest
+from agy_host.turns import TurnRequest
 from agy_host_stream_json.engine import StreamJsonEngine
 
 
@@ -59,26 +54,6 @@ def req(text: str = "hi", **kw: Any) -> TurnRequest:
     }
     base.update(kw)
     return TurnRequest(**base)
-
-
-async def collect(handle: TurnHandle, *, on: Callable[[Activity], None] | None = None) -> list[Activity]:
-    out: list[Activity] = []
-    with trio.fail_after(30):
-        async for act in handle:
-            out.append(act)
-            if on is not None:
-                on(act)
-    return out
-
-
-def text_of(acts: list[Activity]) -> str:
-    return "".join(a.delta for a in acts if isinstance(a, TextActivity))
-
-
-def outcome_of(acts: list[Activity]) -> OutcomeActivity:
-    last = acts[-1]
-    assert isinstance(last, OutcomeActivity), acts
-    return last
 
 
 def of_type(acts: list[Activity], kind: type[Any]) -> list[Any]:

@@ -27,11 +27,12 @@ from agy_host.events import (
     ToolStartActivity,
 )
 from agy_host.prompt import ImageBlock, ResourceBlock, TextBlock
+from agy_host.testing.contract import collect, outcome_of, text_of
 from agy_host_stream_json.config import BinaryChoice
 from agy_host_stream_json.driver import StreamJsonDriver
 from agy_host_stream_json.engine import StreamJsonEngine
 
-from ._support import collect, flag, make_engine, notices, of_type, outcome_of, req, text_of, usages
+from ._support import flag, make_engine, notices, of_type, req, usages
 
 Fake = Callable[..., Any]
 

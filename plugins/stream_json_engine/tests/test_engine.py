@@ -16,10 +16,11 @@ import pytest
 
 from agy_host.diagnostics import DiagnosticReport
 from agy_host.engines import load_engine_class
+from agy_host.testing.contract import collect, outcome_of
 from agy_host_stream_json.config import StreamJsonConfig, narrow
 from agy_host_stream_json.engine import StreamJsonEngine
 
-from ._support import collect, make_engine, outcome_of, req
+from ._support import make_engine, req
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 Fake = Callable[..., Any]

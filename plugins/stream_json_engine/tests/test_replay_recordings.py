@@ -21,11 +21,12 @@ import pytest
 import trio
 
 from agy_host.events import Activity, TextActivity, ToolDoneActivity, ToolErrorActivity, ToolStartActivity
+from agy_host.testing.contract import collect, outcome_of, text_of
 from agy_host.testing.recordings import AgentFrame, ClientFrame, read_recording
 from agy_host_stream_json.config import BinaryChoice
 from agy_host_stream_json.engine import StreamJsonEngine
 
-from ._support import collect, flag, make_engine, notices, of_type, outcome_of, req, text_of, usages
+from ._support import flag, make_engine, notices, of_type, req, usages
 
 RECORDED = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "recorded"
 ANY = "anyagent-rs-antigravity"

@@ -212,7 +212,7 @@ async def open_driver(engine: Engine) -> AsyncIterator[TurnDriver]:
 
 
 async def collect(
-    handle: TurnHandle, *, seconds: float, on: Callable[[Activity], None] | None = None
+    handle: TurnHandle, *, seconds: float = 60.0, on: Callable[[Activity], None] | None = None
 ) -> list[Activity]:
     """Every activity of the turn, in order; fails when the turn does not
     settle within ``seconds`` (an engine must never hang a turn)."""
