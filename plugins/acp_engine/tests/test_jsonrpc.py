@@ -19,36 +19,6 @@ from agy_host_acp.jsonrpc import (
 )
 
 
-def test_line_buffer_reassembles_frames_split_at_every_byte() -> None:
-    frames = [
-        json.dumps({"jsonrpc": "2.0", "method": "session/update", "params": {"text": "é" * i}}).encode()
-        for i in range(5)
-    ]
-    stream = b"\n".join(frames) + b"\n"
-    for cut in range(1, len(stream)):
-        buf = LineBuffer()
-        a, _ = buf.feed(stream[:cut])
-        b, _ = buf.feed(stream[cut:])
-        assert a + b == frames
-
-
-def test_line_buffer_refuses_oversized_line_and_recovers() -> None:
-    buf = LineBuffer(max_line=10)
-    lines, dropped = buf.feed(b"x" * 8)
-    assert (lines, dropped) == ([], 0)
-    lines, dropped = buf.feed(b"y" * 8)  # now 16 bytes without newline: refused at once, discard mode
-    assert (lines, dropped) == ([], 1)
-    lines, dropped = buf.feed(b"zz\nok\n")
-    assert (lines, dropped) == ([b"ok"], 0)  # the rest of the refused line is skipped, counted once
-
-
-def test_line_buffer_drops_long_complete_line() -> None:
-    buf = LineBuffer(max_line=4)
-    lines, dropped = buf.feed(b"abcdefgh\nabc\n")
-    assert lines == [b"abc"]
-    assert dropped == 1
-
-
 class Peer:
     """The other end of the pipe: reads what we send, writes raw lines."""
 

@@ -131,12 +131,9 @@ RequestHandler = Callable[[str, msgspec.Raw], Awaitable[Any]]
 ErrorHandler = Callable[[str, bytes], None]
 
 
-class LineBuffer(LineSplitter):
-    """Splits a byte stream into lines; keeps the trailing partial line.
-
-    The framing is core's (:class:`agy_host.agent_process.LineSplitter`,
-    linear in the line's size, refusals counted when detected); this name
-    stays for the engine's callers and tests."""
+#: The engine's name for core's framing (linear in a line's size, refusals
+#: counted when detected): :class:`agy_host.agent_process.LineSplitter`.
+LineBuffer = LineSplitter
 
 
 class JsonRpcConnection:
@@ -196,8 +193,9 @@ class JsonRpcConnection:
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             if not data:
-                if self._buffer.pending.strip():
-                    self._dispatch(self._buffer.pending)
+                tail = self._buffer.flush()
+                if tail.strip():
+                    self._dispatch(tail)
                 return
             lines, dropped = feed(data)
             if dropped:
