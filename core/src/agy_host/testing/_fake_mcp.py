@@ -23,6 +23,7 @@ import socket
 import threading
 import urllib.parse
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -54,6 +55,35 @@ def pick_server(servers: list[Any] | None, name: str | None) -> dict[str, Any]:
             return server
     known = [s.get("name") for s in servers or [] if isinstance(s, dict)]
     raise McpCallFailed(f"no MCP server {name or '(any)'} in mcpServers (got {known})")
+
+
+def pick_cli_server(path: Path, prefix: str, host_pid: int, *, event: Callable[..., None]) -> dict[str, Any]:
+    """The server the agy CLI would use, from its global MCP config at
+    ``path`` (``{"mcpServers": {name: {"serverUrl", "headers", "disabled"}}}``):
+    the enabled entry of the host that started this process
+    (``agy-host-bridge-<host_pid>``), else the only enabled entry named
+    ``prefix*``. Logged as ``mcp-server`` (entry, header names, file mode,
+    every entry name) so a test can check what the host registered."""
+    import json
+
+    try:
+        servers = json.loads(path.read_text("utf-8")).get("mcpServers") or {}
+    except (OSError, ValueError, AttributeError) as exc:
+        raise McpCallFailed(f"no usable MCP config at {path}: {exc}") from None
+    enabled = {
+        name: entry
+        for name, entry in servers.items()
+        if isinstance(entry, dict) and entry.get("serverUrl") and not entry.get("disabled")
+    }
+    matching = [name for name in enabled if name.startswith(prefix)]
+    ours = f"agy-host-bridge-{host_pid}"
+    name = ours if ours in matching else (matching[0] if len(matching) == 1 else None)
+    if name is None:
+        raise McpCallFailed(f"no single enabled MCP server {prefix}* in {path} (enabled: {sorted(enabled)})")
+    entry = enabled[name]
+    headers = entry.get("headers") or {}
+    event("mcp-server", entry=name, headers=sorted(headers), mode=path.stat().st_mode & 0o777, all=sorted(servers))
+    return {"url": entry["serverUrl"], "headers": headers}
 
 
 def server_headers(server: dict[str, Any]) -> dict[str, str]:
@@ -226,6 +256,7 @@ __all__ = [
     "McpCancelled",
     "McpHttpClient",
     "call_tool",
+    "pick_cli_server",
     "pick_server",
     "result_text",
     "server_headers",

@@ -370,7 +370,8 @@ class FakeAgy:
 
         step = msgspec.convert(spec, McpCall)
         try:
-            server = self.mcp_server(step.server or "agy-host-bridge-")
+            path = Path(os.environ.get("HOME") or Path.home()) / ".gemini" / "config" / "mcp_config.json"
+            server = mcp.pick_cli_server(path, step.server or "agy-host-bridge-", os.getppid(), event=self.log.event)
             scale = float(self.sc.get("sleep_scale", 1.0))
             text, is_error, _ = mcp.call_tool(
                 server, step, cancel=threading.Event(), event=self.log.event, sleep_scale=scale
@@ -379,30 +380,6 @@ class FakeAgy:
             text, is_error = str(exc), True
             self.log.event("mcp-call", tool=step.tool, is_error=True, polls=0, text=text)
         self.say([(step.error_prefix if is_error else step.prefix) + text])
-
-    def mcp_server(self, prefix: str) -> dict[str, Any]:
-        """The server agy would use, from the global MCP config (``serverUrl`` entries)."""
-        path = Path(os.environ.get("HOME") or Path.home()) / ".gemini" / "config" / "mcp_config.json"
-        try:
-            servers = json.loads(path.read_text("utf-8")).get("mcpServers") or {}
-        except (OSError, ValueError, AttributeError) as exc:
-            raise _mcp_failed(f"no usable MCP config at {path}: {exc}") from None
-        enabled = {
-            name: entry
-            for name, entry in servers.items()
-            if isinstance(entry, dict) and entry.get("serverUrl") and not entry.get("disabled")
-        }
-        ours = f"agy-host-bridge-{os.getppid()}"
-        matching = [name for name in enabled if name.startswith(prefix)]
-        name = ours if ours in enabled else (matching[0] if len(matching) == 1 else None)
-        if name is None:
-            raise _mcp_failed(f"no single enabled MCP server {prefix}* in {path} (enabled: {sorted(enabled)})")
-        entry = enabled[name]
-        mode = path.stat().st_mode & 0o777
-        self.log.event(
-            "mcp-server", entry=name, headers=sorted(entry.get("headers") or {}), mode=mode, all=sorted(servers)
-        )
-        return {"url": entry["serverUrl"], "headers": entry.get("headers") or {}}
 
     def run(self, step: dict[str, Any]) -> None:
         kind, value = next(iter(step.items()))  # one step per object (``say`` may add ``usage``)
@@ -461,12 +438,6 @@ class FakeAgy:
             self.exit(int(spec.get("code", 1)))
         else:
             raise UsageError(f"unknown fake step {kind!r}")
-
-
-def _mcp_failed(message: str) -> Exception:
-    from agy_host.testing._fake_mcp import McpCallFailed
-
-    return McpCallFailed(message)
 
 
 def load_scenario(spec: str, sets: Sequence[str]) -> dict[str, Any]:
