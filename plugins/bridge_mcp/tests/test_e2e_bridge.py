@@ -1,0 +1,192 @@
+"""End to end on both engines with real subprocesses: ``agy-host run`` drives
+a scripted fake agent, which calls bridge tools over real HTTP; the turn
+parks, the host runs the tool, the agent gets the result and finishes its
+turn.
+
+Each scenario is written once and played on every installed engine: the
+fake ACP agent finds the bridge in the ``mcpServers`` it was given, the fake
+``agy`` in the host's entry in ``~/.gemini/config/mcp_config.json``. What is
+particular to one engine (ACP's ``session/load``, the stream-json CLI
+registration, ``ask_user`` on a pseudo-terminal) is in ``test_e2e_acp.py``
+and ``test_e2e_stream_json.py``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._e2e import AGY_HOST, Run, e2e_env, run_cli, write_config
+
+if not AGY_HOST.exists():
+    pytest.skip(f"console script not installed next to {sys.executable}", allow_module_level=True)
+
+INSTALLED = {ep.name for ep in metadata.entry_points(group="agy_host.engines")}
+Step = dict[str, Any]
+
+
+class Rig:
+    """One engine's fake agent, scripted with the same three kinds of step."""
+
+    engine: str
+
+    def __init__(self, tmp_path: Path, make: Callable[..., Any]) -> None:
+        self.env = e2e_env(tmp_path, self.engine)
+        self.make = make
+        self.agent: Any = None
+
+    def say(self, text: str) -> Step:
+        raise NotImplementedError
+
+    def echo(self) -> Step:
+        """Say the prompt back."""
+        raise NotImplementedError
+
+    def script(self, turns: list[list[Step]]) -> None:
+        raise NotImplementedError
+
+    def run(self, *args: str) -> Run:
+        raise NotImplementedError
+
+    def turns_sent(self) -> int:
+        """How many turns reached the agent, checked to be one conversation."""
+        raise NotImplementedError
+
+    def events(self, name: str) -> list[dict[str, Any]]:
+        return list(self.agent.events(name))
+
+
+class AcpRig(Rig):
+    engine = "acp"
+
+    def say(self, text: str) -> Step:
+        return {"chunk": text}
+
+    def echo(self) -> Step:
+        return {"echo": True}
+
+    def script(self, turns: list[list[Step]]) -> None:
+        self.agent = self.make({"prompts": turns})
+
+    def run(self, *args: str) -> Run:
+        return run_cli(self.env, "--agent", self.agent.command_line, *args)
+
+    def turns_sent(self) -> int:
+        prompts = self.agent.requests("session/prompt")
+        assert len({p["params"]["sessionId"] for p in prompts}) == 1, prompts
+        return len(prompts)
+
+
+class StreamJsonRig(Rig):
+    engine = "stream-json"
+
+    def say(self, text: str) -> Step:
+        return {"say": text}
+
+    def echo(self) -> Step:
+        return {"echo": True}
+
+    def script(self, turns: list[list[Step]]) -> None:
+        self.agent = self.make({"turns": turns})
+
+    def run(self, *args: str) -> Run:
+        return run_cli({**self.env, **self.agent.env}, *args)
+
+    def turns_sent(self) -> int:
+        assert len(self.agent.argvs()) == 1, self.agent.argvs()  # one CLI process: one conversation
+        return len(self.agent.received())
+
+
+RIGS: dict[str, type[Rig]] = {"acp": AcpRig, "stream-json": StreamJsonRig}
+
+
+@pytest.fixture(params=sorted(RIGS))
+def rig(request: pytest.FixtureRequest, tmp_path: Path) -> Rig:
+    engine = str(request.param)
+    if engine not in INSTALLED:
+        pytest.skip(f"the {engine} engine is not installed")
+    fixture = "fake_acp_agent" if engine == "acp" else "fake_agy"
+    return RIGS[engine](tmp_path, request.getfixturevalue(fixture))
+
+
+def calling(rig: Rig, **call: Any) -> list[Step]:
+    return [rig.say("calling. "), {"mcp_call": call}, rig.say(" done.")]
+
+
+def test_a_bridge_tool_round_trip_completes_the_turn(rig: Rig) -> None:
+    rig.script([calling(rig, tool="host_echo", arguments={"x": 1})])
+    result = rig.run("go")
+    ctx = result.context()
+    assert result.proc.returncode == 0, ctx
+    [tool_use] = result.of("tool_use")
+    assert (tool_use["name"], tool_use["args"]) == ("host_echo", {"x": 1}), ctx
+    assert result.text == 'calling. tool result: echo {"x": 1} done.', ctx
+    assert [e["stop_reason"] for e in result.of("turn_end")] == ["stop"], ctx
+    assert len(result.of("turn_start")) == 1, ctx  # one agent turn, re-entered after the tool
+    assert rig.turns_sent() == 1, ctx
+    [listed] = rig.events("mcp-tools")
+    assert {"host_echo", "slow_tool", "guarded", "ask_user", "bridge_poll_result"} <= set(listed["names"])
+
+
+def test_a_refusing_host_tool_answers_the_agent_with_an_error(rig: Rig) -> None:
+    rig.script([calling(rig, tool="guarded")])
+    result = rig.run("go")
+    assert result.proc.returncode == 0, result.context()
+    assert "tool error: refused by host policy" in result.text
+
+
+def test_a_slow_tool_is_escalated_and_polled(rig: Rig) -> None:
+    write_config(rig.env, "[bridge]\nescalate_after_seconds = 0.3\npark_ttl_seconds = 30\n")
+    rig.script([calling(rig, tool="slow_tool", arguments={"seconds": 1.5}, poll_interval=0.2)])
+    result = rig.run("go")
+    ctx = result.context()
+    assert result.proc.returncode == 0, ctx
+    assert "tool result: slow done after 1.5 done." in result.text, ctx
+    [call] = rig.events("mcp-call")
+    assert call["polls"] >= 1 and not call["is_error"], ctx
+    assert any("still running" in n["message"] for n in result.of("notice")), ctx
+
+
+def test_a_result_after_the_park_ttl_goes_out_in_a_follow_up_turn(rig: Rig) -> None:
+    write_config(rig.env, "[bridge]\nescalate_after_seconds = 0\npark_ttl_seconds = 0.5\n")
+    rig.script(
+        [
+            [{"mcp_call": {"tool": "slow_tool", "arguments": {"seconds": 1.5}}}, rig.say(" first turn over.")],
+            [rig.say("second turn got: "), rig.echo()],
+        ]
+    )
+    result = rig.run("go")
+    ctx = result.context()
+    assert result.proc.returncode == 0, ctx
+    assert "tool error: Error: host tool round-trip timed out after 0.5s first turn over." in result.text, ctx
+    assert len(result.of("turn_start")) == 2, ctx  # the follow-up turn carried the late result
+    assert "second turn got: [Late tool delivery]" in result.text, ctx
+    assert "slow done after 1.5" in result.text.split("second turn got:")[1], ctx
+    assert rig.turns_sent() == 2, ctx  # the same agent conversation
+
+
+def test_the_agent_hanging_up_aborts_the_park(rig: Rig) -> None:
+    write_config(rig.env, "[bridge]\nescalate_after_seconds = 0\npark_ttl_seconds = 30\n")
+    # generous enough that a busy machine still delivers the call before the agent hangs up
+    hang_up = {"mcp_call": {"tool": "slow_tool", "arguments": {"seconds": 4}, "timeout": 2.0}}
+    rig.script([[hang_up, rig.say(" first over.")], [rig.say("second: "), rig.echo()]])
+    result = rig.run("go")
+    ctx = result.context()
+    assert result.proc.returncode == 0, ctx
+    assert "tool error: MCP request timed out after 2s" in result.text, ctx
+    notices = [n["message"] for n in result.of("notice")]
+    assert any("the agent disconnected before the tool result arrived" in n for n in notices), ctx
+    # the tool kept running; its result reaches the agent in the follow-up turn
+    assert "second: [Late tool delivery]" in result.text and "slow done after 4" in result.text, ctx
+    assert rig.turns_sent() == 2, ctx
+
+
+def test_ask_user_without_a_terminal_tells_the_agent(rig: Rig) -> None:
+    rig.script([calling(rig, tool="ask_user", arguments={"question": "Anyone?"})])
+    result = rig.run("go")
+    assert result.proc.returncode == 0, result.context()
+    assert "tool error: ask_user: there is no terminal attached to agy-host" in result.text
