@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from engines.distributions import make_dist
 
-from agy_host.testing.pytest_plugin import isolated_env
+from agy_host.testing.isolation import isolated_env
 
 TESTS_DIR = Path(__file__).resolve().parent
 AGY_HOST = Path(sys.executable).with_name("agy-host")

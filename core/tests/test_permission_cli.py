@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agy_host.testing.pytest_plugin import isolated_env
+from agy_host.testing.isolation import isolated_env
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 

@@ -21,7 +21,7 @@ import pytest
 from agy_host.builtins.digest import DIGEST_PREAMBLE
 from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE
 from agy_host.builtins.transcripts import TranscriptEntry, append_entries
-from agy_host.testing.pytest_plugin import isolated_env
+from agy_host.testing.isolation import isolated_env
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 ENGINES = {ep.name for ep in metadata.entry_points(group="agy_host.engines")}

@@ -13,7 +13,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import textwrap
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,8 @@ import pytest
 from interop.provision import FastAgent
 from interop.rawacp import kill_all, wait_gone
 from interop.test_acp_agents import RUN_TIMEOUT
+
+from agy_host.testing.isolation import install_plugin
 
 pytestmark = pytest.mark.interop
 
@@ -54,12 +55,7 @@ def agy_host_cli() -> Path:
 
 @pytest.fixture
 def tools_env(isolated_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    site = tmp_path / "site"
-    info = site / "agyt_interop_tools-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agyt-interop-tools\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[agy_host]\nagyt_interop_tools = agyt_interop_tools\n")
-    (site / "agyt_interop_tools.py").write_text(textwrap.dedent(TOOLS))
+    site = install_plugin(tmp_path / "site", "agyt_interop_tools", TOOLS)
     return {**isolated_env, "PYTHONPATH": str(site), "AGY_HOST_ENGINE": "acp", "AGY_HOST_TTY": "none"}
 
 

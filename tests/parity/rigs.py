@@ -27,7 +27,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from typing import Any, ClassVar
 # Antigravity's catalog as the fake agy lists it (``agy models``); the ACP rig
 # gives its fake the same models, as the ACP server's ``model`` option.
 from agy_host.testing.fake_agy import MODELS
+from agy_host.testing.isolation import install_plugin, isolated_env
 
 #: The environment variable that names the engine(s) to run (comma separated).
 ENGINE_ENV = "AGY_HOST_PARITY_ENGINE"
@@ -212,16 +212,9 @@ class OtherEngine(Engine):
 def install_kit(site: Path) -> None:
     """The kit as a real installed distribution on ``PYTHONPATH``: the host
     finds its tools and its engine through entry points, as any plugin's."""
-    info = site / "agy_parity_kit-1.0.dist-info"
-    if info.exists():
-        return
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agy-parity-kit\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text(
-        "[agy_host]\nagy_parity_kit = agy_parity_kit\n\n"
-        f"[agy_host.engines]\n{OTHER_ENGINE} = agy_parity_kit:OtherEngine\n"
-    )
-    (site / "agy_parity_kit.py").write_text(textwrap.dedent(KIT_MODULE))
+    entry_points = {"agy_host": {"agy_parity_kit": "agy_parity_kit"}}
+    entry_points["agy_host.engines"] = {OTHER_ENGINE: "agy_parity_kit:OtherEngine"}
+    install_plugin(site, "agy_parity_kit", KIT_MODULE, entry_points=entry_points)
 
 
 #: Small timers for every run (minutes in the config file; the suite's own
@@ -255,12 +248,8 @@ class Home:
         self.site = root / "site"
         install_kit(self.site)
         self.other_log = root / "other-engine.log"
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-        self.env.update(
-            HOME=str(self.home),
-            XDG_CONFIG_HOME=str(self.home / ".config"),
-            XDG_STATE_HOME=str(self.home / ".local" / "state"),
-            XDG_CACHE_HOME=str(self.home / ".cache"),
+        self.env = isolated_env(
+            self.home,
             AGY_HOST_ENGINE=engine,
             AGY_HOST_TTY="none",
             PYTHONPATH=os.pathsep.join([str(self.site), *filter(None, [os.environ.get("PYTHONPATH")])]),

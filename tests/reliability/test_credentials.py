@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ from reliability._support import AGENTS
 
 from agy_host.testing.agents import fake_acp_agent_command
 from agy_host.testing.fake_agy import make_fake_agy
+from agy_host.testing.isolation import install_plugin, isolated_env
 
 #: Where Antigravity and Google tooling keep credentials (spec: agy-dialects B.7, original-implementation).
 CREDENTIALS = [
@@ -52,18 +52,9 @@ class Home:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text('{"token": "FAKE-SECRET"}')
             path.chmod(0o600)
-        site = tmp / "site"
-        info = site / "rel_tools-1.0.dist-info"
-        info.mkdir(parents=True)
-        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: rel-tools\nVersion: 1.0\n")
-        (info / "entry_points.txt").write_text("[agy_host]\nrel_tools = rel_tools\n")
-        (site / "rel_tools.py").write_text(textwrap.dedent(TOOLS))
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-        self.env.update(
-            HOME=str(self.home),
-            XDG_CONFIG_HOME=str(self.home / ".config"),
-            XDG_STATE_HOME=str(self.home / ".local" / "state"),
-            XDG_CACHE_HOME=str(self.home / ".cache"),
+        site = install_plugin(tmp / "site", "rel_tools", TOOLS)
+        self.env = isolated_env(
+            self.home,
             AGY_HOST_TTY="none",
             PYTHONPATH=os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p),
             AUDIT_LOG=str(self.audit),

@@ -11,11 +11,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
-from agy_host.testing.pytest_plugin import isolated_env
+from agy_host.testing.isolation import install_plugin, isolated_env
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 
@@ -48,21 +47,13 @@ def agy_host_register_tools(register):
 """
 
 
-def make_tools_plugin(root: Path) -> None:
-    info = root / "agyt_tools-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: agyt-tools\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[agy_host]\nagyt_tools = agyt_tools\n")
-    (root / "agyt_tools.py").write_text(textwrap.dedent(TOOLS_MODULE))
-
-
 def e2e_env(tmp_path: Path, engine: str) -> dict[str, str]:
     """A clean environment for one engine: a private HOME and XDG dirs, no
     terminal, the tools plugin importable."""
     out = isolated_env(
         tmp_path / "home", AGY_HOST_ENGINE=engine, AGY_HOST_TTY="none", PYTHONPATH=str(tmp_path / "site")
     )
-    make_tools_plugin(tmp_path / "site")
+    install_plugin(tmp_path / "site", "agyt_tools", TOOLS_MODULE)
     return out
 
 

@@ -28,22 +28,6 @@ if TYPE_CHECKING:
 RECORDINGS_SUBDIR = Path("tests") / "fixtures" / "recorded"
 
 
-def isolated_env(home: Path, **extra: str) -> dict[str, str]:
-    """The environment for an ``agy-host`` *subprocess* living in ``home``:
-    this process's variables minus every ``AGY_*``, ``XDG_*`` and pytest
-    one, with HOME and the XDG base dirs inside ``home``, plus ``extra``.
-    (:func:`agy_host_home` does the same to this process.)"""
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
-    out.update(
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / ".config"),
-        XDG_STATE_HOME=str(home / ".local" / "state"),
-        XDG_CACHE_HOME=str(home / ".cache"),
-    )
-    out.update(extra)
-    return out
-
-
 class AgyHostHome:
     """Paths of an isolated agy-host environment."""
 
