@@ -287,3 +287,39 @@ async def test_leaving_answers_every_waiting_call() -> None:
             await trio.testing.wait_all_tasks_blocked()
     assert box["r"].is_error and "shutting down" in box["r"].text
     assert target.unparks == 0  # the driver is going away too: nothing to unpark
+
+
+async def test_holding_pauses_the_active_turns_clocks_and_nests_with_parks(
+    rt_target: tuple[RoundTrips, Target], autojump_clock: trio.testing.MockClock
+) -> None:
+    from agy_host.timers import TurnTimers
+
+    rt, target = rt_target
+    timers = TurnTimers(overall_s=100, inactivity_s=2)
+    target.handle = TurnHandle(on_park=timers.pause, timers=timers)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(timers.watch)
+        with timers.scope:
+            timers.arm()
+            with rt.holding():  # the bridge works for the agent for 10 s
+                assert timers.parked
+                await trio.sleep(10)
+            assert not timers.parked and timers.fired is None, "a host-side wait is not the agent's silence"
+            assert timers.remaining() == pytest.approx(100), "held time does not count against the deadline"
+            with rt.holding():
+                timers.pause()  # a park inside the hold
+            assert timers.parked, "the park outlives the hold"
+            timers.resume()
+            await trio.sleep(10)
+        timers.stop()
+    assert timers.expired() == "inactivity", "after the hold the clocks run again"
+
+
+async def test_holding_without_a_turn_or_timers_is_a_no_op(rt_target: tuple[RoundTrips, Target]) -> None:
+    rt, target = rt_target
+    target.handle = None
+    with rt.holding():
+        pass
+    target.handle = TurnHandle()  # an engine that gave the handle no timers
+    with rt.holding():
+        pass

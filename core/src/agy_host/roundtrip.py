@@ -35,7 +35,7 @@ import collections
 import contextlib
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
@@ -199,6 +199,19 @@ class RoundTrips:
         self._late[:0] = late
 
     # -- the bridge's side -------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """While the bridge serves the agent (any request in flight, or its
+        one-time start-up on the first connection), the active turn's clocks
+        are held: the agent is waiting on the host, which is not silence."""
+        target = self._target
+        handle = target.active_handle() if target is not None and not self.closed else None
+        if handle is None:
+            yield
+            return
+        with handle.hold():
+            yield
 
     async def call(self, name: str, args: Mapping[str, Any], *, disconnected: trio.Event | None = None) -> ToolResult:
         """Park the active turn on host tool ``name`` and wait for its answer:

@@ -12,6 +12,10 @@ A driver owns one agent (a process, a connection) and runs turns on it:
   the host runs the tool, and :meth:`TurnDriver.reentry` hands back the *same*
   handle; :meth:`TurnDriver.kick_idle` unparks the timers. A parked turn never
   holds up anything but its own session.
+* While the host itself is busy on the agent's behalf (a bridge request in
+  flight, the bridge's first-connection start-up), :meth:`TurnHandle.hold`
+  pauses the turn's timers without parking it: that wait is the host's, and
+  must never be charged to the agent as silence.
 * :meth:`TurnDriver.snapshot` feeds doctor; :meth:`TurnDriver.aclose` shuts the
   agent down.
 
@@ -24,9 +28,10 @@ everything that arrived. This keeps a 200,000-chunk stream fast.
 from __future__ import annotations
 
 import collections
+import contextlib
 import itertools
-from collections.abc import Callable
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 import msgspec
 import trio
@@ -40,6 +45,9 @@ from agy_host.events import (
 )
 from agy_host.lifecycle import LifecycleEntry
 from agy_host.prompt import PromptBlock
+
+if TYPE_CHECKING:
+    from agy_host.timers import TurnTimers
 
 _turn_ids = itertools.count(1)
 
@@ -84,7 +92,7 @@ class TurnHandle:
     Bridge side: :meth:`push_external` to park the turn on a host tool call.
     """
 
-    def __init__(self, *, on_park: Callable[[], None] | None = None) -> None:
+    def __init__(self, *, on_park: Callable[[], None] | None = None, timers: TurnTimers | None = None) -> None:
         self.turn_id = next(_turn_ids)
         self._queue: collections.deque[Activity] = collections.deque()
         #: Deltas merged into the queue's last (text or thought) activity, joined
@@ -95,6 +103,9 @@ class TurnHandle:
         self._wakeup = trio.Event()
         self._closed = False
         self._on_park = on_park
+        #: The turn's clocks, for :meth:`hold`; an engine that passes none
+        #: simply has its timers run through host-side waits.
+        self._timers = timers
         self.outcome: OutcomeActivity | None = None
         self.abort_requested = trio.Event()
         self.abort_reason = ""
@@ -161,6 +172,21 @@ class TurnHandle:
             self._on_park()
         self.emit(activity)
         return True
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        """Pause the turn's deadline and inactivity clocks while the host works
+        for the agent (the agent is waiting on the host, not silent). Nests
+        with parks: the clocks run again once every hold and park is over."""
+        timers = self._timers
+        if timers is None or self._closed:
+            yield
+            return
+        timers.pause()
+        try:
+            yield
+        finally:
+            timers.resume()
 
     # -- consumer --------------------------------------------------------------
 

@@ -10,6 +10,7 @@ import trio
 
 from agy_host.roundtrip import DISCONNECTED, NO_ACTIVE_TURN, RoundTripSettings
 from agy_host.tools import ToolResult
+from agy_host.turns import TurnHandle
 from agy_host_bridge_mcp.testing import host_tool, mcp_client, running_bridge
 
 PNG = "iVBORw0KGgo="
@@ -87,3 +88,42 @@ async def test_a_disconnect_aborts_the_park(tmp_path: Path) -> None:
         assert bridge.rt.pending_ids == []
         assert bridge.turns.unparks == 1
         assert any(DISCONNECTED in e.message for e in bridge.turns.events if hasattr(e, "message"))
+
+
+async def test_the_first_connections_start_up_holds_the_turns_clocks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The SDK import on the first connection takes seconds on a busy machine:
+    the agent waits on the host then, so its turn must not go "inactive"."""
+    import time
+
+    from agy_host.timers import TurnTimers
+    from agy_host_bridge_mcp import service
+
+    real_import = service._import_server
+
+    def slow_import() -> object:
+        time.sleep(1.0)  # in the worker thread, like the real import
+        return real_import()
+
+    monkeypatch.setattr(service, "_import_server", slow_import)
+    async with running_bridge(tmp_path) as warm, mcp_client(warm):
+        pass  # the client's own imports, in this process, must not count either
+    timers = TurnTimers(overall_s=60, inactivity_s=0.3)
+    names: list[str] = []
+    fired_while_served: list[str | None] = []
+    async with running_bridge(tmp_path, [host_tool("host_echo")]) as bridge:
+        bridge.turns.handle = TurnHandle(timers=timers)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(timers.watch)
+            with timers.scope:  # inactivity cancels this scope when it fires
+                timers.arm()
+                async with mcp_client(bridge) as client:
+                    names += [t.name for t in (await client.list_tools()).tools]
+                fired_while_served.append(timers.fired)
+                await trio.sleep(1.0)
+            timers.stop()
+    assert fired_while_served == [None] and "host_echo" in names, (
+        f"the bridge's start-up was charged to the agent as silence: {timers.fired=}, {names=}"
+    )
+    assert timers.expired() == "inactivity", "the clocks run again once the bridge has answered"

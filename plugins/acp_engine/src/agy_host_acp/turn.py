@@ -28,8 +28,8 @@ if TYPE_CHECKING:
 class Turn:
     def __init__(self, request: TurnRequest, decide: PermissionDecider, permission_timeout: float) -> None:
         self.request = request
-        self.handle = TurnHandle(on_park=self.park)
         self.timers = TurnTimers(request.timeout_s, request.inactivity_s)
+        self.handle = TurnHandle(on_park=self.park, timers=self.timers)
         self.mapper = UpdateMapper()
         self._decide = decide
         self._permission_timeout = permission_timeout

@@ -88,8 +88,14 @@ async def serve(service: BridgeService, sock: socket.socket) -> None:
         manager = StreamableHTTPSessionManager(
             app=build_server(service.catalog(), service), json_response=True, stateless=True
         )
+
+        async def held(scope: Any, receive: Any, send: Any) -> None:
+            # the agent waits on its answer: its turn's clocks do not run
+            with service.holding():
+                await manager.handle_request(scope, receive, send)
+
         gate = BridgeGate(
-            manager.handle_request,
+            held,
             token=service.token,
             port=service.port,
             supported_versions=frozenset(HANDSHAKE_PROTOCOL_VERSIONS),

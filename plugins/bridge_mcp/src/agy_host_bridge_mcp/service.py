@@ -13,6 +13,10 @@ Start-up is split so the agent never waits for Python imports:
    waits in the listen backlog meanwhile. This thread is the only one the
    bridge uses, and only because a synchronous import would stall every
    other task on the host loop (the agent's JSON-RPC reader among them).
+   The running turn's clocks are held meanwhile (and during every request
+   after it, see :meth:`BridgeService.holding`): the agent is waiting on the
+   host, and a slow import on a busy machine must not read as the agent's
+   silence.
 
 The service lives for the command (``run``): when the command ends its task
 is cancelled, the server stops, and the CLI registration is removed.
@@ -81,6 +85,11 @@ class BridgeService:
             return None
         return McpServerSpec(name=SERVER_NAME, url=url, type="http", headers={TOKEN_HEADER: self.token})
 
+    def holding(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the active turn's clocks while the bridge works for the agent."""
+        roundtrips = self.ctx.roundtrips if self.ctx is not None else None
+        return roundtrips.holding() if roundtrips is not None else contextlib.nullcontext()
+
     def warn(self, message: str) -> None:
         ctx = self.ctx
         (ctx.warn if ctx is not None else (lambda _m: None))(message)
@@ -132,7 +141,8 @@ class BridgeService:
             # never uses the bridge pays nothing for the SDK.
             await trio.lowlevel.wait_readable(sock.fileno())
             self.log.add("first-connection")
-            server = await trio.to_thread.run_sync(_import_server, abandon_on_cancel=True)
+            with self.holding():
+                server = await trio.to_thread.run_sync(_import_server, abandon_on_cancel=True)
             await server.serve(self, sock)
         finally:
             with contextlib.suppress(ValueError):

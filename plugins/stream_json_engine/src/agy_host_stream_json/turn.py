@@ -32,8 +32,8 @@ MAX_WIRE_NOTICES = 3
 class Turn:
     def __init__(self, request: TurnRequest) -> None:
         self.request = request
-        self.handle = TurnHandle(on_park=self.park)
         self.timers = TurnTimers(request.timeout_s, request.inactivity_s)
+        self.handle = TurnHandle(on_park=self.park, timers=self.timers)
         self.mapper = StepMapper(self.handle.emit)
         self.scope = trio.CancelScope()
         self.child: AgyProcess | None = None
