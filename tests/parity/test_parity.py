@@ -291,19 +291,7 @@ def test_10_the_model_catalog_resolves_the_same_ids_and_effort_tiers(rig: Rig, h
         assert agent.models()[-1] == slug, (args, agent.models(), run)
 
 
-ACP_FLAT_CATALOG = (
-    "product gap: the ACP engine lists Antigravity's models flat (`gemini-3.8-flash-low` ... as separate ids, "
-    "no `efforts`), the stream-json engine folds them (`gemini-3.8-flash` with efforts low/medium/high); "
-    "AcpEngine.list_models (plugins/acp_engine/src/agy_host_acp/engine.py) does not fold although the driver "
-    "resolves `--model gemini-3.8-flash --effort low` to that slug"
-)
-
-
-def test_10_the_model_catalog_lists_ids_and_effort_tiers_in_the_same_shape(
-    rig: Rig, home: Home, request: pytest.FixtureRequest
-) -> None:
-    if home.engine == "acp":
-        request.applymarker(pytest.mark.xfail(strict=True, reason=ACP_FLAT_CATALOG))
+def test_10_the_model_catalog_lists_ids_and_effort_tiers_in_the_same_shape(rig: Rig, home: Home) -> None:
     listed = home.cli("models", "--format", "json", agent=rig.agent(Script([[{"echo": True}]])))
     assert listed.returncode == 0, listed
     # a model is tiered when Antigravity offers it at more than one effort

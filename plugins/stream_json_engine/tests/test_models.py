@@ -15,9 +15,7 @@ from agy_host_stream_json.models import (
     CACHE_FILE,
     FALLBACK_MODELS,
     parse_catalog,
-    pick_effort,
     read_cache,
-    resolve_effort,
     write_cache,
 )
 
@@ -48,40 +46,6 @@ def test_space_separated_columns_parse_too() -> None:
         "gemini-3.6-flash-high     Gemini 3.6 Flash (High)\ngemini-3.6-flash-low  Gemini 3.6 Flash (Low)\n"
     )
     assert [(m.id, m.efforts) for m in models] == [("gemini-3.6-flash", ["low", "high"])]
-
-
-@pytest.mark.parametrize(
-    ("level", "efforts", "expected"),
-    [
-        ("medium", ["low", "high"], "high"),  # Pro has no medium: up first
-        (None, ["low", "medium", "high"], "low"),
-        (None, ["low", "high"], "low"),
-        ("minimal", ["low", "medium", "high"], "low"),
-        ("xhigh", ["low", "medium", "high"], "high"),
-        ("high", ["low", "medium"], "medium"),  # then down
-        ("max", ["medium"], "medium"),
-    ],
-)
-def test_effort_search_up_then_down(level: str | None, efforts: list[str], expected: str) -> None:
-    assert pick_effort(level, efforts) == expected
-
-
-def test_resolve_effort_per_model_family() -> None:
-    catalog = parse_catalog(RAW)
-    assert resolve_effort("gemini-3.8-flash", "medium", catalog) == ("medium", None)
-    assert resolve_effort("gemini-3.8-flash", None, catalog) == ("low", None)
-    effort, note = resolve_effort("gemini-3.1-pro", "medium", catalog)
-    assert effort == "high" and note is not None and "no medium effort" in note
-    effort, note = resolve_effort("claude-sonnet-4-6", "high", catalog)
-    assert effort is None and note is not None and "fixed thinking budget" in note
-    assert resolve_effort("claude-sonnet-4-6", None, catalog) == (None, None)
-    assert resolve_effort("gemini-3.9-flash", "high", []) == ("high", None)  # not listed: by family
-    assert resolve_effort("gemini-3.9-pro", "medium", [])[0] == "high"
-    assert resolve_effort("Gemini 3.7 Flash (Low)", None, catalog) == (None, None)
-    effort, note = resolve_effort("gemini-3.8-flash", "turbo", catalog)
-    assert effort == "low" and note is not None and "unknown effort 'turbo'" in note
-    effort, note = resolve_effort(None, "high", catalog)
-    assert effort is None and note is not None
 
 
 def test_cache_round_trip_and_a_corrupt_cache_is_kept_aside(tmp_path: Path) -> None:

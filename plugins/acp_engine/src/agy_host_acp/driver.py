@@ -27,6 +27,7 @@ from agy_host.events import NoticeActivity, OutcomeActivity, UsageActivity
 from agy_host.lifecycle import Lifecycle
 from agy_host.timers import minutes
 from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host_acp import models
 from agy_host_acp import schema as s
 from agy_host_acp.connection import AcpConnection, AuthRequired, UnsupportedContent
 from agy_host_acp.events import outcome_for, prompt_usage, stop_warning
@@ -43,14 +44,6 @@ class TurnFailed(Exception):
     def __init__(self, message: str, kind: str) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-def acp_model_slug(model: str, effort: str | None) -> str:
-    """Antigravity's ACP model ids carry the effort: ``gemini-3.8-flash`` + low
-    -> ``gemini-3.8-flash-low``; an id that already ends in a tier is kept."""
-    if not effort or model.endswith(("-high", "-medium", "-low")):
-        return model
-    return f"{model}-{effort}"
 
 
 def acp_mode(mode: str | None, skip_permissions: bool) -> str:
@@ -427,7 +420,12 @@ class AcpDriver:
                 )
         model = req.model
         if model:
-            value = acp_model_slug(model, req.effort) if self.spec.is_agy else model
+            value = model
+            if self.spec.is_agy:
+                offered = models.catalog(setup, antigravity=True).models
+                value, note = models.antigravity_slug(model, req.effort, offered)
+                if note:
+                    turn.handle.emit(NoticeActivity(level="warning", message=note, code="settings"))
             if "model" in option_ids or not known:
                 if conn.applied.get((sid, "model")) != value:
                     try:
@@ -527,4 +525,4 @@ async def open_driver(engine: AcpEngine) -> AsyncIterator[AcpDriver]:
                 nursery.cancel_scope.cancel()
 
 
-__all__ = ["AcpDriver", "acp_mode", "acp_model_slug", "open_driver"]
+__all__ = ["AcpDriver", "acp_mode", "open_driver"]

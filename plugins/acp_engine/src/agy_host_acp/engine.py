@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, ClassVar
 import trio
 
 from agy_host.concurrency import unwrap_single
-from agy_host.engines import Engine, EngineCapabilities, EngineContext, EngineError, ModelCatalog, ModelInfo
+from agy_host.engines import Engine, EngineCapabilities, EngineContext, EngineError, ModelCatalog
 from agy_host.lifecycle import Lifecycle
 from agy_host_acp import schema as s
 from agy_host_acp.connection import AcpConnection, AuthRequired
@@ -102,27 +102,15 @@ class AcpEngine(Engine):
 
     async def list_models(self) -> ModelCatalog:
         """Ask the agent: ``session/new`` lists models (config option ``model``
-        or the ``models`` field). Spends no tokens."""
+        or the ``models`` field); Antigravity's tiers fold into families.
+        Spends no tokens."""
         import os
+
+        from agy_host_acp import models
 
         async with self._probe_connection(Lifecycle()) as conn:
             setup = await conn.new_session(os.getcwd(), [])
-        models: list[ModelInfo] = []
-        current: str | None = None
-        for opt in setup.config_options or []:
-            if opt.id == "model":
-                current = str(opt.current_value) if opt.current_value is not None else None
-                for entry in opt.options:
-                    if isinstance(entry, dict) and "value" in entry:
-                        value = str(entry["value"])
-                        models.append(ModelInfo(id=value, name=str(entry.get("name", "")), current=value == current))
-        if not models and setup.models is not None:
-            current = setup.models.current_model_id
-            models = [
-                ModelInfo(id=m.model_id, name=m.name, current=m.model_id == current)
-                for m in setup.models.available_models
-            ]
-        return ModelCatalog(models=models, source="agent", current=current)
+        return models.catalog(setup, antigravity=self.spec.is_agy)
 
     async def diagnose(self, report: DiagnosticReport) -> None:
         sec = report.section("acp engine")

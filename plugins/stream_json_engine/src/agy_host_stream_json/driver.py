@@ -37,10 +37,10 @@ import trio
 from agy_host.concurrency import unwrap_single
 from agy_host.events import NoticeActivity, OutcomeActivity
 from agy_host.lifecycle import Lifecycle
+from agy_host.model_tiers import resolve_effort
 from agy_host.timers import minutes
 from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host_stream_json import settle
-from agy_host_stream_json.models import resolve_effort
 from agy_host_stream_json.outcome import INSTALL_HINT, death_failure, is_statement
 from agy_host_stream_json.process import AgyProcess, SpawnError
 from agy_host_stream_json.profile import CONVERSATION_ID, Profile, agy_mode, argv, go_duration, print_timeout
