@@ -582,8 +582,8 @@ class AcpRig(Rig):
         self.fakes.append(fake)
         binary = self.wrapper("agy", fake.command)
         if not script.installed:
-            # An Antigravity binary that cannot start. (A missing AGY_ACP_BIN is
-            # not a spawn failure on this engine: it falls back to its sandbox agent.)
+            # An Antigravity binary that exists but cannot start: a spawn failure.
+            # (A missing AGY_ACP_BIN is refused before any spawn, naming the path.)
             binary = self.workdir / "not-installed" / "agy"
             binary.parent.mkdir(parents=True, exist_ok=True)
             binary.write_text("#!/nonexistent/parity/interpreter\n")

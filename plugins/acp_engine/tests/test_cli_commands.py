@@ -19,8 +19,9 @@ def fake(scenario: str) -> str:
     return shlex.join([sys.executable, "-m", "agy_host.testing.fake_acp_agent", "--scenario", scenario])
 
 
-def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGY_")}
+    env.update(extra)
     env.update(
         HOME=str(tmp_path),
         XDG_CONFIG_HOME=str(tmp_path / "config"),
@@ -66,3 +67,13 @@ def test_doctor_shows_every_binary_path_tried(tmp_path: Path) -> None:
     assert proc.returncode in (0, 1), proc.stderr
     assert "binary (PATH):" in proc.stdout and "agy_acp_server.par: not on PATH" in proc.stdout
     assert f"{tmp_path}/.local/opt/agy-acp/current/agy_acp_server.par: does not exist" in proc.stdout
+
+
+def test_a_named_binary_that_is_missing_fails_the_run_instead_of_falling_back(tmp_path: Path) -> None:
+    missing = tmp_path / "typo" / "agy_acp_server.par"
+    proc = run(tmp_path, "run", "hi", AGY_ACP_BIN=str(missing))
+    assert proc.returncode == 1, proc
+    assert f"AGY_ACP_BIN names Antigravity's ACP server as {missing}, which does not exist" in proc.stderr
+    assert "You said" not in proc.stdout, "the turn ran on the sandbox agent instead"
+    doctor = run(tmp_path, "doctor", AGY_ACP_BIN=str(missing))
+    assert doctor.returncode == 1 and "not found" in doctor.stdout and "sandbox" not in doctor.stdout, doctor.stdout

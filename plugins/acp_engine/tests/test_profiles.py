@@ -44,12 +44,27 @@ def test_resolution_order_env_then_config_then_path_then_install(tmp_path: Path)
 
 
 def test_missing_agy_falls_back_to_sandbox_unless_asked_for(tmp_path: Path) -> None:
-    env = {"PATH": str(tmp_path), "HOME": str(tmp_path), "AGY_ACP_BIN": str(tmp_path / "nope")}
+    env = {"PATH": str(tmp_path), "HOME": str(tmp_path)}
     spec = resolve_agent(Config(), env, None)
     assert spec.kind == "sandbox"
-    assert [p.source for p in spec.tried] == ["AGY_ACP_BIN", "PATH", "install dir"]
-    with pytest.raises(AgentNotFound, match=r"AGY_ACP_BIN: .*nope \(does not exist\)"):
+    assert [p.source for p in spec.tried] == ["PATH", "install dir"]
+    with pytest.raises(AgentNotFound, match=r"PATH: agy_acp_server.par \(not on PATH\)"):
         resolve_agent(Config(), env, "agy")
+
+
+@pytest.mark.parametrize("requested", [None, "agy"])
+def test_a_binary_the_user_named_that_cannot_run_is_an_error_never_a_fallback(
+    tmp_path: Path, requested: str | None
+) -> None:
+    on_path = make_bin(tmp_path / "path" / AGY_BINARY)
+    env = {"PATH": str(on_path.parent), "HOME": str(tmp_path), "AGY_ACP_BIN": str(tmp_path / "nope")}
+    with pytest.raises(AgentNotFound, match=r"AGY_ACP_BIN names .*nope, which does not exist.*unset AGY_ACP_BIN"):
+        resolve_agent(Config(), env, requested)
+    cfg = Config()
+    cfg.acp.bin = str(tmp_path)  # a directory: exists, not executable as a file
+    env.pop("AGY_ACP_BIN")
+    with pytest.raises(AgentNotFound, match=r"config acp.bin names .*, which is not an executable file"):
+        resolve_agent(cfg, env, requested)
 
 
 def test_profiles_and_commands_get_their_own_store_keys(tmp_path: Path) -> None:

@@ -57,6 +57,8 @@ class AcpEngine(Engine):
         return f"{session}{self.spec.store_suffix}"
 
     def agent_label(self) -> str:
+        if self.spec_error is not None:
+            return "not found (see the binary row)" if self.ctx.agent in (None, "", "agy") else "not usable"
         return self.spec.label
 
     @contextlib.asynccontextmanager
@@ -114,7 +116,7 @@ class AcpEngine(Engine):
 
     async def diagnose(self, report: DiagnosticReport) -> None:
         sec = report.section("acp engine")
-        sec.add("agent", self.spec.label, "info")
+        sec.add("agent", self.agent_label(), "info")
         if self.sandbox:
             sec.add(
                 "agent note",

@@ -75,6 +75,10 @@ def _executable(path: Path) -> bool:
     return path.is_file() and os.access(path, os.X_OK)
 
 
+#: Where the user names the binary themselves; a wrong one is an error.
+EXPLICIT_SOURCES = ("AGY_ACP_BIN", "config acp.bin")
+
+
 def resolve_agy_binary(config: Config, env: Mapping[str, str]) -> tuple[Path | None, list[Probe], str]:
     """The Antigravity ACP server binary, every candidate tried, and its source."""
     tried: list[Probe] = []
@@ -90,6 +94,9 @@ def resolve_agy_binary(config: Config, env: Mapping[str, str]) -> tuple[Path | N
             return path, tried, source
         reason = "not executable" if path.exists() else "does not exist"
         tried.append(Probe(source=source, path=str(path), result=reason))
+        # The user named this binary: another one (or the sandbox) in its
+        # place would run turns on something they did not choose.
+        return None, tried, ""
     on_path = shutil.which(AGY_BINARY, path=env.get("PATH"))
     if on_path:
         tried.append(Probe(source="PATH", path=on_path, result="found"))
@@ -158,6 +165,15 @@ def resolve_agent(config: Config, env: Mapping[str, str], requested: str | None)
         binary, tried, source = resolve_agy_binary(config, env)
         if binary is not None:
             return agy_spec(binary, tried, source, env)
+        named = tried[-1] if tried and tried[-1].source in EXPLICIT_SOURCES else None
+        if named is not None:
+            fix = "unset AGY_ACP_BIN" if named.source == "AGY_ACP_BIN" else "`agy-host config unset acp.bin`"
+            raise AgentNotFound(
+                f"{named.source} names Antigravity's ACP server as {named.path}, which "
+                f"{'does not exist' if named.result == 'does not exist' else 'is not an executable file'}. "
+                f"Point it at the binary (`agy-host acp status` shows what is installed), or {fix} "
+                "to look on PATH and in the install dir."
+            )
         if choice == "agy":
             lines = "; ".join(f"{p.source}: {p.path} ({p.result})" for p in tried)
             raise AgentNotFound(
