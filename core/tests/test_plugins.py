@@ -350,3 +350,24 @@ def test_engine_context_carries_the_hosts_wiring(agy_host_home: Any, echo_plugin
     assert ctx.decide_permission == host.decide_permission
     ctx.warn("from the engine")
     assert host.warnings == ["from the engine"]
+
+
+def test_an_engine_without_a_store_suffix_gets_its_own_keys() -> None:
+    """Third-party engines must never share store keys with stream-json (whose
+    keys carry no suffix): they would resume each other's conversation ids."""
+    import contextlib
+
+    from agy_host.engines import Engine
+
+    class Quiet(Engine):
+        ENGINE_NAME = "quiet"
+
+        def open_driver(self) -> contextlib.AbstractAsyncContextManager[Any]:
+            raise NotImplementedError
+
+    class Legacy(Quiet):
+        STORE_SUFFIX = ""
+
+    ctx: Any = None
+    assert Quiet(ctx).store_key("work") == "work@quiet"
+    assert Legacy(ctx).store_key("work") == "work"

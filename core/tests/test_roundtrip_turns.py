@@ -108,7 +108,7 @@ class ScriptDriver:
 
 class ScriptEngine(Engine):
     ENGINE_NAME: ClassVar[str] = "script"
-    STORE_SUFFIX: ClassVar[str] = "@script"
+    STORE_SUFFIX: ClassVar[str | None] = "@script"
 
     def open_driver(self) -> contextlib.AbstractAsyncContextManager[Any]:
         raise NotImplementedError

@@ -116,8 +116,11 @@ class Engine(abc.ABC):
     ENGINE_NAME: ClassVar[str] = ""
     #: One line for ``agy-host engine`` and ``plugins``.
     DESCRIPTION: ClassVar[str] = ""
-    #: Suffix of this engine's session store keys (``""`` or ``"@acp"``).
-    STORE_SUFFIX: ClassVar[str] = ""
+    #: Suffix of this engine's session store keys. ``None`` (the default)
+    #: means ``"@<ENGINE_NAME>"``: two engines must never share a key, or one
+    #: would resume the other's conversation ids. Only stream-json, whose keys
+    #: predate the suffix scheme, uses ``""``.
+    STORE_SUFFIX: ClassVar[str | None] = None
 
     hooks: object | None = None
     #: True when the engine fell back to a bundled sandbox agent because no
@@ -133,7 +136,8 @@ class Engine(abc.ABC):
 
     def store_key(self, session: str) -> str:
         """The session store key of a host session on this engine."""
-        return f"{session}{self.STORE_SUFFIX}"
+        suffix = self.STORE_SUFFIX if self.STORE_SUFFIX is not None else f"@{self.ENGINE_NAME}"
+        return f"{session}{suffix}"
 
     def agent_label(self) -> str:
         """Which agent this engine drives (a command or profile), for display."""

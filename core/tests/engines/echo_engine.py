@@ -78,7 +78,7 @@ class EchoHooks:
 class EchoEngine(Engine):
     ENGINE_NAME: ClassVar[str] = "echo"
     DESCRIPTION: ClassVar[str] = "test engine: echoes the prompt"
-    STORE_SUFFIX: ClassVar[str] = "@echo"
+    STORE_SUFFIX: ClassVar[str | None] = "@echo"
 
     def __init__(self, ctx: EngineContext, recorder: list[TurnRequest] | None = None) -> None:
         super().__init__(ctx)

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class AcpEngine(Engine):
     ENGINE_NAME: ClassVar[str] = "acp"
     DESCRIPTION: ClassVar[str] = "Agent Client Protocol: Antigravity's official ACP server, or any ACP agent command"
-    STORE_SUFFIX: ClassVar[str] = "@acp"
+    STORE_SUFFIX: ClassVar[str | None] = "@acp"
 
     def __init__(self, ctx: EngineContext) -> None:
         super().__init__(ctx)

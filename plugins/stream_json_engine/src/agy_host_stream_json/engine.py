@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 class StreamJsonEngine(Engine):
     ENGINE_NAME: ClassVar[str] = "stream-json"
     DESCRIPTION: ClassVar[str] = "the agy CLI in stream-json mode: one long-lived agy process, one NDJSON line per turn"
-    STORE_SUFFIX: ClassVar[str] = ""
+    STORE_SUFFIX: ClassVar[str | None] = ""
 
     def __init__(self, ctx: EngineContext) -> None:
         super().__init__(ctx)
