@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 
 from agy_host import config as config_mod
-from agy_host.store import STORE_FILE, SessionStore
+from agy_host.store import STORE_FILE, SessionBinding, SessionStore
 from agy_host.testing.pytest_plugin import AgyHostHome, CliResult
 
 #: A writer that never stops: a store binding (big, so a write takes a while) or a config key per round.
@@ -62,6 +62,12 @@ def test_sigkill_mid_write_never_corrupts_the_session_store(tmp_path: Path) -> N
     assert warnings == []  # readable as a store: nothing moved aside
     assert 0 < len(store) <= 50 and all(b.agent == "x" * 20_000 for b in store.all().values())
     assert not list(tmp_path.glob(f"{STORE_FILE}.corrupt-*"))
+    # a temp a kill stranded (when one landed between mkstemp and replace; the
+    # sweep itself is pinned down in core/tests/test_fsutil.py) goes with the next write
+    for temp in tmp_path.glob(f".{STORE_FILE}.*.tmp"):
+        os.utime(temp, (0, 0))
+    store.set("after", SessionBinding(conversation_id="c"))
+    assert not list(tmp_path.glob(f".{STORE_FILE}.*.tmp"))
 
 
 def test_sigkill_mid_write_never_corrupts_the_config(tmp_path: Path) -> None:

@@ -3,7 +3,9 @@
 Everything agy-host keeps on disk (config, session bindings, agent facts) goes
 through :func:`write_atomic`: a temp file in the same directory, fsync, then
 ``os.replace``, so a crash or SIGKILL mid-write leaves either the old or the new
-content, never a torn file. A file that cannot be parsed is moved aside by
+content, never a torn file; the temp file such a kill strands is swept by a
+later write of the same file (:func:`sweep_stale_temps`). A file that cannot
+be parsed is moved aside by
 :func:`quarantine` (and the move reported) instead of being overwritten, so the
 user's data is kept for inspection.
 """
@@ -12,11 +14,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
 import os
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+#: A temp file older than this was stranded by a killed writer: a live write
+#: lasts milliseconds between ``mkstemp`` and ``os.replace``.
+STALE_TEMP_S = 60.0
 
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
@@ -40,6 +47,24 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+    sweep_stale_temps(path)
+
+
+def sweep_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[Path]:
+    """Remove the temp files of ``path`` that a killed writer left behind
+    (``.<name>.*.tmp``, older than ``older_than_s``); return what went.
+
+    Their content is a write that never happened: ``path`` itself still holds
+    the last complete one, so nothing the user had is lost. Best effort."""
+    cutoff = time.time() - older_than_s
+    removed: list[Path] = []
+    with contextlib.suppress(OSError):
+        for stale in path.parent.glob(f".{glob.escape(path.name)}.*.tmp"):
+            with contextlib.suppress(OSError):
+                if stale.stat().st_mtime < cutoff:
+                    stale.unlink()
+                    removed.append(stale)
+    return removed
 
 
 @contextlib.contextmanager
@@ -69,4 +94,4 @@ def quarantine(path: Path) -> Path:
     return target
 
 
-__all__ = ["locked", "quarantine", "write_atomic"]
+__all__ = ["STALE_TEMP_S", "locked", "quarantine", "sweep_stale_temps", "write_atomic"]

@@ -1,0 +1,37 @@
+"""Atomic writes sweep what a killed writer stranded, and only that."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from agy_host import fsutil
+
+
+def stranded(path: Path, tag: str, age_s: float) -> Path:
+    temp = path.with_name(f".{path.name}.{tag}.tmp")
+    temp.write_bytes(b'{"version": 1, "bind')  # a torn copy of a write that never happened
+    then = time.time() - age_s
+    os.utime(temp, (then, then))
+    return temp
+
+
+def test_a_write_sweeps_stale_temps_of_its_file_and_keeps_live_ones(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.json"
+    old = stranded(path, "old", fsutil.STALE_TEMP_S * 2)
+    live = stranded(path, "live", 1)  # another writer may be between mkstemp and replace
+    other = stranded(tmp_path / "config.toml", "old", fsutil.STALE_TEMP_S * 2)  # another file's
+    fsutil.write_atomic(path, b"{}\n")
+    assert path.read_bytes() == b"{}\n"
+    assert not old.exists()
+    assert live.exists() and other.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(["sessions.json", live.name, other.name])
+
+
+def test_a_name_with_glob_characters_sweeps_only_its_own(tmp_path: Path) -> None:
+    path = tmp_path / "s[1].json"
+    mine = stranded(path, "x", fsutil.STALE_TEMP_S * 2)
+    lookalike = stranded(tmp_path / "s1.json", "x", fsutil.STALE_TEMP_S * 2)
+    assert fsutil.sweep_stale_temps(path) == [mine]
+    assert lookalike.exists()
