@@ -32,6 +32,7 @@ import functools
 import heapq
 import json
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,6 +58,8 @@ _OTHER: dict[Sender, Sender] = {"client": "agent", "agent": "client"}
 
 __all__ = [
     "AcpSchemaError",
+    "Checked",
+    "Exchange",
     "SCHEMA_DIR",
     "definition_for",
     "methods",
@@ -457,3 +460,77 @@ def validate_definition(instance: Any, definition: str, *, unstable: bool = Fals
     against one named definition of the schema."""
     validator = _definition_validator(definition, unstable)
     _check(validator, instance, definition=definition, sender="-", kind="fragment", method=None)
+
+
+# ---------------------------------------------------------------------------
+# Two-way conversations: pair each response with its request
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Checked:
+    """One message that validated: who sent it, what it was, against which definition."""
+
+    sender: Sender
+    kind: Kind
+    #: The method of a request or notification; for a response, the method it answers.
+    method: str | None
+    definition: str
+
+
+class Exchange:
+    """Validate a whole conversation, in wire order, from both sides.
+
+    A response carries no method; this tracks the open requests of each side
+    by id (the client's and the agent's ids are separate spaces: both start
+    at 0), so every response is validated against the definition of the
+    request it answers. A response to an id nobody asked, or a second answer
+    to one request, is an :class:`AcpSchemaError` too: a peer that accepted it
+    would be guessing.
+
+    ``checked`` lists every message that validated, for assertions on what a
+    test actually covered.
+    """
+
+    def __init__(self, *, unstable: bool = False) -> None:
+        self.unstable = unstable
+        self.checked: list[Checked] = []
+        self._open: dict[Sender, dict[Any, str]] = {"client": {}, "agent": {}}
+
+    def feed(self, sender: Sender, msg: Mapping[str, Any], *, request_method: str | None = None) -> str:
+        """Validate one message ``sender`` put on the wire; return its definition.
+
+        ``request_method`` names what a response answers when the recording
+        lost the request id (htui's recorder); otherwise it is looked up.
+        """
+        kind = _kind_of(msg) if isinstance(msg, Mapping) else "response"
+        method: str | None
+        if kind == "response" and isinstance(msg, Mapping):
+            asked = self._open[_OTHER[sender]]
+            method = request_method if request_method is not None else asked.pop(msg.get("id"), None)
+            if method is None:
+                raise AcpSchemaError(
+                    f"response to id {msg.get('id')!r}, which the {_OTHER[sender]} never asked (or was answered)",
+                    path="$.id",
+                    definition="-",
+                    sender=sender,
+                    kind=kind,
+                    method=None,
+                )
+            if "error" in msg:  # an error answers any request; the method is still recorded
+                definition = validate_message(msg, sender=sender, unstable=self.unstable)
+            else:
+                definition = validate_message(msg, sender=sender, request_method=method, unstable=self.unstable)
+        else:
+            method = msg.get("method") if isinstance(msg, Mapping) and isinstance(msg.get("method"), str) else None
+            if kind == "request" and method is not None:
+                # Open before validating: the other side answers it even if
+                # this request is malformed, and that answer is checked too.
+                self._open[sender][msg["id"]] = method
+            definition = validate_message(msg, sender=sender, unstable=self.unstable)
+        self.checked.append(Checked(sender, kind, method, definition))
+        return definition
+
+    def unanswered(self, sender: Sender) -> dict[Any, str]:
+        """The requests ``sender`` made that got no response (id -> method)."""
+        return dict(self._open[sender])

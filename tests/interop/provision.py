@@ -157,15 +157,18 @@ class FastAgent:
     executable: Path
     versions: dict[str, str] = field(default_factory=dict)
 
-    def command(self, home: Path) -> list[str]:
+    def command(self, home: Path, model: str = "passthrough") -> list[str]:
         # --home keeps its sessions in a folder of ours; --no-home breaks
         # session/new (field notes). --no-update-check keeps it off the network.
-        return [str(self.executable), "--no-update-check", "acp", "--model", "passthrough", "--home", str(home)]
+        # model: one of fast-agent's offline models: "passthrough" (echoes,
+        # ***CALL_TOOL), "slow" (passthrough after a 3 s sleep), "silent"...
+        return [str(self.executable), "--no-update-check", "acp", "--model", model, "--home", str(home)]
 
-    def launch(self, parent: Path) -> AgentLaunch:
+    def launch(self, parent: Path, model: str = "passthrough") -> AgentLaunch:
         home = parent / f"fast-agent-home-{uuid.uuid4().hex}"
         home.mkdir(parents=True)
-        return AgentLaunch(name="fast-agent", argv=self.command(home), marker=str(home), supports_load=True, home=home)
+        argv = self.command(home, model)
+        return AgentLaunch(name="fast-agent", argv=argv, marker=str(home), supports_load=True, home=home)
 
 
 # ---------------------------------------------------------------------------

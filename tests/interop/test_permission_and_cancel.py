@@ -1,0 +1,279 @@
+"""Permission requests and cancellation with a real third-party ACP agent.
+
+Which real agent can do this offline, and why fast-agent-mcp:
+
+* The ACP Python SDK 0.12.1 examples never ask for permission and never stay
+  busy: ``examples/agent.py`` and ``examples/echo_agent.py`` answer a prompt
+  by echoing its blocks and returning ``end_turn`` at once (no
+  ``request_permission`` call anywhere in the agent examples; only the
+  *client* examples ``client.py``, ``gemini.py``, ``http_client.py`` and
+  ``ws_client.py`` implement it).
+* fast-agent-mcp 0.10.48 asks ``session/request_permission`` before every MCP
+  tool call (``fast_agent/acp/tool_permissions.py``, on by default; off only
+  with ``--no-permissions``), and its ``passthrough`` model makes a tool
+  call on ``***CALL_TOOL <server>__<tool> {json}``: the tool here is a host
+  tool of agy-host's MCP bridge, which the agent reaches through the
+  ``mcpServers`` agy-host hands it. Its ``slow`` model is passthrough after
+  ``asyncio.sleep(3)`` (``fast_agent/llm/internal/slow.py``), which it
+  cancels on ``session/cancel`` (``AgentACPServer.cancel``: ``task.cancel()``).
+
+Every run goes through :mod:`conformance.acp_tee`, so the tests see the wire:
+that the agent's request reached agy-host, what agy-host answered, that the
+agent received the answer (its reply depends on it), and every message both
+ways validates against the vendored ACP schema.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conformance.wire import TeeLog, read_tee_log, tee_argv, validate_tee_log
+from interop.provision import AgentLaunch, FastAgent
+from interop.rawacp import kill_all, wait_gone
+from interop.test_bridge_fast_agent import TOOLS
+
+from agy_host.testing.isolation import install_plugin
+
+pytestmark = pytest.mark.interop
+
+#: A turn here takes seconds (fast-agent starts in about 4 s); this only
+#: keeps a hung CLI from hanging the suite.
+RUN_TIMEOUT = 60.0
+
+#: fast-agent's ``slow`` model sleeps this long before it answers.
+SLOW_MODEL_SLEEP = 3.0
+
+
+@pytest.fixture(scope="module")
+def agy_host_cli() -> Path:
+    """The ``agy-host`` console script of the environment under test."""
+    sibling = Path(sys.executable).parent / "agy-host"
+    found = sibling if sibling.exists() else (Path(p) if (p := shutil.which("agy-host")) else None)
+    if found is None:
+        pytest.fail("the agy-host CLI is not installed in this environment")
+    return found
+
+
+@pytest.fixture
+def tools_env(isolated_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """A host tool (``host_echo``) on the bridge; no terminal to ask on."""
+    site = install_plugin(tmp_path / "site", "agyt_interop_tools", TOOLS)
+    return {**isolated_env, "PYTHONPATH": str(site), "AGY_HOST_ENGINE": "acp", "AGY_HOST_TTY": "none"}
+
+
+@dataclass
+class Run:
+    returncode: int
+    events: list[dict[str, Any]]
+    wire: TeeLog
+    context: str
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == kind]
+
+    @property
+    def text(self) -> str:
+        return "".join(str(e.get("delta", "")) for e in self.of_type("text"))
+
+
+def _argv(cli: Path, launch: AgentLaunch, log: Path, prompt: str, extra: list[str]) -> list[str]:
+    agent = shlex.join(tee_argv(log, launch.argv))
+    return [str(cli), "run", "--agent", agent, "--format", "json", *extra, prompt]
+
+
+def _finish(proc: subprocess.Popen[str], argv: list[str], launch: AgentLaunch, log: Path) -> Run:
+    try:
+        out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        kill_all(launch.marker)
+        pytest.fail(
+            f"agy-host run did not finish in {RUN_TIMEOUT:.0f}s\n$ {shlex.join(argv)}\n{out[-4000:]}\n{err[-4000:]}"
+        )
+    wire = read_tee_log(log) if log.exists() else TeeLog()
+    context = (
+        f"$ {shlex.join(argv)}\nexit {proc.returncode}\n--- stdout ---\n{out[-5000:]}\n--- stderr ---\n{err[-3000:]}"
+        f"\n--- wire ---\n" + "\n".join(f"{w.sender}: {json.dumps(w.frame or w.raw)[:300]}" for w in wire.lines)
+    )
+    events = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return Run(proc.returncode, events, wire, context)
+
+
+def _start(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # a SIGINT we send goes to agy-host only, like a Ctrl-C to a foreground job
+    )
+
+
+def _no_leftovers(launch: AgentLaunch, context: str) -> None:
+    left = wait_gone(launch.marker)
+    if left:
+        kill_all(launch.marker)
+    assert not left, f"agent processes left after agy-host exited: {left}\n{context}"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """How the policy is selected, and what it must answer."""
+
+    flags: tuple[str, ...]
+    config: str | None
+    answer: str  # the optionId agy-host must send back (fast-agent offers allow_once/.../reject_always)
+    policy: str  # the policy name in the JSON ``permission`` event
+    exit_code: int
+    reason: str | None = None  # a substring of the event's reason
+
+
+POLICIES = {
+    # No flag, no config: the default policy allows once, by option kind.
+    "default-auto": Policy((), None, "allow_once", "auto", 0),
+    # --permissions deny: reject once; every request of the turn denied -> exit 5.
+    "flag-deny": Policy(("--permissions", "deny"), None, "reject_once", "deny", 5),
+    # The rules policy from the config file: a deny rule on the title wins
+    # over rules_default = "allow" (so it is the rule, not the default, that denied).
+    "config-rules": Policy(
+        (),
+        '[permissions]\npolicy = "rules"\nrules_default = "allow"\n\n'
+        '[[permissions.rules]]\ntitle = "*host_echo*"\naction = "deny"\n',
+        "reject_once",
+        "rules",
+        5,
+        reason="rule 1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POLICIES))
+def test_fast_agent_permission_request_is_answered_by_the_policy(
+    case: str, agy_host_cli: Path, fast_agent: FastAgent, tools_env: dict[str, str], tmp_path: Path
+) -> None:
+    """fast-agent asks before it calls a tool; agy-host's policy answers with
+    one of the agent's own option ids; the agent acts on that answer (runs the
+    tool, or reports the refusal) and the exit code says whether everything
+    was denied."""
+    want = POLICIES[case]
+    workdir = tmp_path / "project"
+    workdir.mkdir()
+    if want.config is not None:
+        config = Path(tools_env["XDG_CONFIG_HOME"]) / "agy-host" / "config.toml"
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_text(want.config, encoding="utf-8")
+    launch = fast_agent.launch(tmp_path)
+    log = tmp_path / "wire.jsonl"
+    token = f"perm-{uuid.uuid4().hex[:8]}"
+    prompt = f'***CALL_TOOL agy-host-bridge__host_echo {{"token": "{token}"}}'
+    argv = _argv(agy_host_cli, launch, log, prompt, list(want.flags))
+    run = _finish(_start(argv, tools_env, workdir), argv, launch, log)
+    ctx = run.context
+
+    # On the wire: one request from the agent, about this tool call...
+    asks = [
+        w
+        for w in run.wire.lines
+        if w.sender == "agent" and (w.frame or {}).get("method") == "session/request_permission"
+    ]
+    assert len(asks) == 1, ctx
+    ask = asks[0].frame
+    assert ask is not None
+    assert ask["params"]["toolCall"]["rawInput"] == {"token": token}, ctx
+    offered = {o["optionId"]: o["kind"] for o in ask["params"]["options"]}
+    assert offered.get(want.answer) == want.answer, f"fast-agent no longer offers {want.answer}: {offered}\n{ctx}"
+    # ...answered by agy-host with the policy's pick, by the agent's own id.
+    answer = run.wire.response_to("client", asks[0])
+    assert answer is not None and answer.frame is not None, f"agy-host never answered the request\n{ctx}"
+    assert answer.frame.get("result") == {"outcome": {"outcome": "selected", "optionId": want.answer}}, ctx
+
+    # The host reported the decision it sent.
+    perms = run.of_type("permission")
+    assert [(p.get("selected"), p.get("policy")) for p in perms] == [(want.answer, want.policy)], ctx
+    if want.reason is not None:
+        assert want.reason in str(perms[0].get("reason")), ctx
+
+    # The agent received the answer: what it did next depends on it.
+    uses = run.of_type("tool_use")
+    if want.answer.startswith("allow"):
+        assert [(u["name"], u["args"]) for u in uses] == [("host_echo", {"token": token})], ctx
+        assert f'host echo: {{"token": "{token}"}}' in run.text, ctx
+    else:
+        assert uses == [], f"the tool ran although the policy said {want.answer}\n{ctx}"
+        assert "declined permission" in run.text and "host echo" not in run.text, ctx
+
+    assert [e.get("stop_reason") for e in run.of_type("turn_end")] == ["stop"], ctx
+    assert run.events[-1]["type"] == "done" and run.events[-1]["exit_code"] == want.exit_code, ctx
+    assert run.returncode == want.exit_code, ctx
+
+    exchange, _ = validate_tee_log(run.wire, where=f"{case} wire")
+    assert {
+        ("agent", "request", "session/request_permission"),
+        ("client", "response", "session/request_permission"),
+    } <= {(c.sender, c.kind, c.method) for c in exchange.checked}, ctx
+    _no_leftovers(launch, ctx)
+
+
+def test_fast_agent_turn_is_cancelled_mid_prompt(
+    agy_host_cli: Path, fast_agent: FastAgent, isolated_env: dict[str, str], workdir: Path, tmp_path: Path
+) -> None:
+    """Ctrl-C (SIGINT) while the agent works: agy-host sends ``session/cancel``,
+    the agent stops its 3 s of work early and answers ``cancelled``, the turn
+    ends ``aborted`` with exit 130, and no agent process is left."""
+    launch = fast_agent.launch(tmp_path, model="slow")
+    log = tmp_path / "wire.jsonl"
+    token = f"cancel-{uuid.uuid4().hex[:8]}"
+    env = {**isolated_env, "AGY_HOST_ENGINE": "acp", "AGY_HOST_TTY": "none"}
+    argv = _argv(agy_host_cli, launch, log, f"please echo {token}", [])
+    proc = _start(argv, env, workdir)
+
+    deadline = time.monotonic() + RUN_TIMEOUT
+    while not (log.exists() and read_tee_log(log).first("client", "session/prompt")):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            run = _finish(proc, argv, launch, log)
+            pytest.fail(f"the prompt never reached the agent\n{run.context}")
+        time.sleep(0.05)
+    # Let the agent get into its sleep (it starts the prompt task on receipt).
+    time.sleep(0.5)
+    assert proc.poll() is None, "the turn ended before it could be interrupted"
+    os.kill(proc.pid, signal.SIGINT)
+    run = _finish(proc, argv, launch, log)
+    ctx = run.context
+
+    prompt = run.wire.first("client", "session/prompt")
+    cancel = run.wire.first("client", "session/cancel")
+    assert prompt is not None and prompt.frame is not None, ctx
+    assert cancel is not None and cancel.frame is not None, f"agy-host never sent session/cancel\n{ctx}"
+    assert "id" not in cancel.frame, "session/cancel is a notification"
+    assert cancel.frame["params"]["sessionId"] == prompt.frame["params"]["sessionId"], ctx
+    reply = run.wire.response_to("agent", prompt)
+    assert reply is not None and reply.frame is not None, f"the agent never answered the prompt\n{ctx}"
+    assert reply.frame.get("result", {}).get("stopReason") == "cancelled", ctx
+    # The cancel interrupted real work: the answer came before the sleep was over.
+    assert reply.t - prompt.t < SLOW_MODEL_SLEEP, f"answered after {reply.t - prompt.t:.2f}s\n{ctx}"
+    assert token not in run.text, f"the agent's echo arrived: it was not cancelled\n{ctx}"
+
+    ends = run.of_type("turn_end")
+    assert [(e.get("stop_reason"), e.get("agent_stop_reason")) for e in ends] == [("aborted", "cancelled")], ctx
+    done = run.events[-1]
+    assert (done["type"], done["stop_reason"], done["exit_code"]) == ("done", "aborted", 130), ctx
+    assert run.returncode == 130, ctx
+
+    validate_tee_log(run.wire, where="cancel wire")
+    _no_leftovers(launch, ctx)
