@@ -1,11 +1,18 @@
-"""The line framing every engine reads its agent with
-(:class:`agy_host.agent_process.LineSplitter`)."""
+"""What every engine's agent child is built on: the line framing
+(:class:`agy_host.agent_process.LineSplitter`) and the process-group child
+(:class:`~agy_host.agent_process.GroupChild`), with real subprocesses."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
+from pathlib import Path
 
-from agy_host.agent_process import MAX_LINE_BYTES, LineSplitter
+import pytest
+import trio
+
+from agy_host.agent_process import MAX_LINE_BYTES, GroupChild, LineSplitter, SpawnError, open_in_own_group
 
 
 def test_splitter_reassembles_frames_split_at_every_byte() -> None:
@@ -60,3 +67,75 @@ def test_splitter_flush_returns_the_unterminated_line_once() -> None:
     assert buf.flush() == b'{"b": 2}'
     assert buf.flush() == b""
     assert buf.feed(b"fresh\n") == ([b"fresh"], 0)
+
+
+# -- the process-group child ------------------------------------------------------------
+
+
+class Recorder(GroupChild):
+    def __init__(self, proc: trio.Process) -> None:
+        super().__init__(proc)
+        self.lines: list[str] = []
+        self.exits = 0
+
+    def on_stderr_line(self, line: str) -> None:
+        if line == "boom":
+            raise RuntimeError("a bug in the engine's callback")
+        self.lines.append(line)
+
+    def on_exited(self) -> None:
+        self.exits += 1
+
+
+async def test_spawn_errors_name_the_command_and_the_cwd(tmp_path: Path) -> None:
+    script = tmp_path / "agent"
+    script.write_text("#!/bin/sh\n")  # not executable
+    cases = [
+        ([str(tmp_path / "nope")], None, "my agent not found: "),
+        ([str(script)], None, "my agent is not executable: "),
+        ([sys.executable], str(tmp_path / "gone"), "the working directory does not exist: "),
+        ([], None, "empty my agent"),
+    ]
+    for argv, cwd, message in cases:
+        with pytest.raises(SpawnError, match=message):
+            await open_in_own_group(argv, cwd=cwd, env=None, what="my agent")
+
+
+async def test_stderr_is_drained_into_a_bounded_tail_and_lines_survive_a_bad_callback() -> None:
+    code = "import sys\nsys.stderr.write('first\\r\\nboom\\n' + 'x' * 20000 + '\\nlast')\n"
+    proc = await open_in_own_group([sys.executable, "-c", code], cwd=None, env=None, what="agent")
+    child = Recorder(proc)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(child.drain_stderr)
+        nursery.start_soon(child.wait)
+        with trio.fail_after(30):
+            await child.exited.wait()
+            await child.stderr_done.wait()
+    assert child.lines == ["first", "x" * 20000, "last"], "a raising callback must not stop the draining"
+    assert child.returncode == 0 and child.exits == 1 and not child.alive
+    assert len(child.stderr_tail()) == 8192 and child.stderr_tail().endswith("x\nlast")
+
+
+async def test_terminate_kills_the_whole_group_even_when_sigterm_is_ignored(tmp_path: Path) -> None:
+    pidfile = tmp_path / "grandchild"
+    # a wrapper that ignores SIGTERM, with a grandchild that would outlive it
+    script = f"trap '' TERM; sleep 300 & echo $! > {pidfile}; wait"
+    proc = await open_in_own_group(["sh", "-c", script], cwd=str(tmp_path), env=None, what="agent")
+    child = Recorder(proc)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(child.drain_stderr)
+        nursery.start_soon(child.wait)
+        with trio.fail_after(30):
+            while not pidfile.exists() or not pidfile.read_text().strip():
+                await trio.sleep(0.02)
+            grandchild = int(pidfile.read_text())
+            await child.terminate(grace=0.2)
+    assert not child.alive and child.returncode is not None
+    for _ in range(100):
+        try:
+            os.kill(grandchild, 0)
+        except ProcessLookupError:
+            break
+        await trio.sleep(0.02)
+    else:
+        raise AssertionError(f"the grandchild {grandchild} outlived the group kill")

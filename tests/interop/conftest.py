@@ -4,6 +4,8 @@ reason, when provisioning is impossible here) and an isolated environment."""
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,8 @@ from interop.provision import (
     provision_sdk,
     reports,
 )
+
+from agy_host.testing.isolation import install_plugin
 
 
 @pytest.fixture(scope="session")
@@ -73,3 +77,40 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         state = "cached" if r.cached else f"installed with {r.installer}"
         versions = ", ".join(f"{k} {v}" for k, v in sorted(r.versions.items()))
         terminalreporter.write_line(f"{r.agent}: {state} in {r.seconds:.1f}s ({versions})")
+
+
+@pytest.fixture(scope="session")
+def agy_host_cli() -> Path:
+    """The ``agy-host`` console script of the environment under test."""
+    sibling = Path(sys.executable).parent / "agy-host"
+    found = sibling if sibling.exists() else (Path(p) if (p := shutil.which("agy-host")) else None)
+    if found is None:
+        pytest.fail(
+            "the agy-host CLI is not installed in this environment (no agy-host next to the interpreter or on PATH)"
+        )
+    return found
+
+
+#: A host-tool plugin for the bridge (``host_echo``), installed per test.
+TOOLS = """
+import json
+from agy_host import hookimpl
+from agy_host.tools import HostTool, ToolResult
+
+
+async def echo(args):
+    return ToolResult(text="host echo: " + json.dumps(args, sort_keys=True))
+
+
+@hookimpl
+def agy_host_register_tools(register):
+    schema = {"type": "object", "properties": {"token": {"type": "string"}}}
+    register(HostTool(name="host_echo", description="echo the arguments", input_schema=schema, call=echo))
+"""
+
+
+@pytest.fixture
+def tools_env(isolated_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """A host tool (``host_echo``) on the bridge; no terminal to ask on."""
+    site = install_plugin(tmp_path / "site", "agyt_interop_tools", TOOLS)
+    return {**isolated_env, "PYTHONPATH": str(site), "AGY_HOST_ENGINE": "acp", "AGY_HOST_TTY": "none"}

@@ -252,6 +252,26 @@ def wait_gone(marker: str, grace: float = 5.0) -> list[tuple[int, str]]:
         time.sleep(0.1)
 
 
+def communicate_or_fail(
+    proc: subprocess.Popen[str], argv: Sequence[str], marker: str, timeout: float
+) -> tuple[str, str]:
+    """``proc.communicate()``; a CLI still running after ``timeout`` is killed
+    with its whole group and the agents it started, and the test fails."""
+    import shlex
+
+    import pytest
+
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        kill_all(marker)
+        pytest.fail(
+            f"agy-host run did not finish in {timeout:.0f}s\n$ {shlex.join(argv)}\n{out[-4000:]}\n{err[-4000:]}"
+        )
+
+
 def kill_all(marker: str) -> None:
     """Clean up after a failed leak check: SIGKILL the marked processes."""
     for pid, _ in processes_with(marker):

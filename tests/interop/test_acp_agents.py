@@ -20,12 +20,8 @@ second ``run`` with the same ``--session`` continues the same conversation
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import shutil
-import signal
 import subprocess
-import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +29,7 @@ from typing import Any
 
 import pytest
 from interop.provision import AgentLaunch, FastAgent, SdkAgents
-from interop.rawacp import kill_all, wait_gone
+from interop.rawacp import communicate_or_fail, kill_all, wait_gone
 
 pytestmark = pytest.mark.interop
 
@@ -43,18 +39,6 @@ EVENT_TYPES = {"turn_start", "text", "thought", "tool", "permission", "usage", "
 #: A turn against these agents is quick (one to a few seconds); this only
 #: keeps a hung CLI from hanging the suite.
 RUN_TIMEOUT = 180.0
-
-
-@pytest.fixture(scope="session")
-def agy_host_cli() -> Path:
-    """The ``agy-host`` console script of the environment under test."""
-    sibling = Path(sys.executable).parent / "agy-host"
-    found = sibling if sibling.exists() else (Path(p) if (p := shutil.which("agy-host")) else None)
-    if found is None:
-        pytest.fail(
-            "the agy-host CLI is not installed in this environment (no agy-host next to the interpreter or on PATH)"
-        )
-    return found
 
 
 @dataclass
@@ -95,15 +79,7 @@ def _run_cli(cli: Path, launch: AgentLaunch, session: str, prompt: str, *, cwd: 
         text=True,
         start_new_session=True,
     )
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        kill_all(launch.marker)
-        pytest.fail(
-            f"agy-host run did not finish in {RUN_TIMEOUT:.0f}s\n$ {shlex.join(argv)}\n{out[-4000:]}\n{err[-4000:]}"
-        )
+    out, err = communicate_or_fail(proc, argv, launch.marker, RUN_TIMEOUT)
     events: list[dict[str, Any]] = []
     run = Run(argv, proc.returncode, out, err, events)
     for n, line in enumerate(out.splitlines(), 1):

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import json
 import shlex
-import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,41 +20,7 @@ from interop.provision import FastAgent
 from interop.rawacp import kill_all, wait_gone
 from interop.test_acp_agents import RUN_TIMEOUT
 
-from agy_host.testing.isolation import install_plugin
-
 pytestmark = pytest.mark.interop
-
-TOOLS = """
-import json
-from agy_host import hookimpl
-from agy_host.tools import HostTool, ToolResult
-
-
-async def echo(args):
-    return ToolResult(text="host echo: " + json.dumps(args, sort_keys=True))
-
-
-@hookimpl
-def agy_host_register_tools(register):
-    schema = {"type": "object", "properties": {"token": {"type": "string"}}}
-    register(HostTool(name="host_echo", description="echo the arguments", input_schema=schema, call=echo))
-"""
-
-
-@pytest.fixture(scope="module")
-def agy_host_cli() -> Path:
-    """The ``agy-host`` console script of the environment under test."""
-    sibling = Path(sys.executable).parent / "agy-host"
-    found = sibling if sibling.exists() else (Path(p) if (p := shutil.which("agy-host")) else None)
-    if found is None:
-        pytest.fail("the agy-host CLI is not installed in this environment")
-    return found
-
-
-@pytest.fixture
-def tools_env(isolated_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    site = install_plugin(tmp_path / "site", "agyt_interop_tools", TOOLS)
-    return {**isolated_env, "PYTHONPATH": str(site), "AGY_HOST_ENGINE": "acp", "AGY_HOST_TTY": "none"}
 
 
 def run(cli: Path, argv: list[str], session: str, prompt: str, *, env: dict[str, str], cwd: Path) -> tuple[Any, str]:

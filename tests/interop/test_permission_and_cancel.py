@@ -28,10 +28,8 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -41,10 +39,7 @@ from typing import Any
 import pytest
 from conformance.wire import TeeLog, read_tee_log, tee_argv, validate_tee_log
 from interop.provision import AgentLaunch, FastAgent
-from interop.rawacp import kill_all, wait_gone
-from interop.test_bridge_fast_agent import TOOLS
-
-from agy_host.testing.isolation import install_plugin
+from interop.rawacp import communicate_or_fail, kill_all, wait_gone
 
 pytestmark = pytest.mark.interop
 
@@ -54,23 +49,6 @@ RUN_TIMEOUT = 60.0
 
 #: fast-agent's ``slow`` model sleeps this long before it answers.
 SLOW_MODEL_SLEEP = 3.0
-
-
-@pytest.fixture(scope="module")
-def agy_host_cli() -> Path:
-    """The ``agy-host`` console script of the environment under test."""
-    sibling = Path(sys.executable).parent / "agy-host"
-    found = sibling if sibling.exists() else (Path(p) if (p := shutil.which("agy-host")) else None)
-    if found is None:
-        pytest.fail("the agy-host CLI is not installed in this environment")
-    return found
-
-
-@pytest.fixture
-def tools_env(isolated_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    """A host tool (``host_echo``) on the bridge; no terminal to ask on."""
-    site = install_plugin(tmp_path / "site", "agyt_interop_tools", TOOLS)
-    return {**isolated_env, "PYTHONPATH": str(site), "AGY_HOST_ENGINE": "acp", "AGY_HOST_TTY": "none"}
 
 
 @dataclass
@@ -94,15 +72,7 @@ def _argv(cli: Path, launch: AgentLaunch, log: Path, prompt: str, extra: list[st
 
 
 def _finish(proc: subprocess.Popen[str], argv: list[str], launch: AgentLaunch, log: Path) -> Run:
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        kill_all(launch.marker)
-        pytest.fail(
-            f"agy-host run did not finish in {RUN_TIMEOUT:.0f}s\n$ {shlex.join(argv)}\n{out[-4000:]}\n{err[-4000:]}"
-        )
+    out, err = communicate_or_fail(proc, argv, launch.marker, RUN_TIMEOUT)
     wire = read_tee_log(log) if log.exists() else TeeLog()
     context = (
         f"$ {shlex.join(argv)}\nexit {proc.returncode}\n--- stdout ---\n{out[-5000:]}\n--- stderr ---\n{err[-3000:]}"

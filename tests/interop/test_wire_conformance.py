@@ -17,8 +17,6 @@ and reason, not a skip.
 
 from __future__ import annotations
 
-import shutil
-import sys
 import uuid
 from pathlib import Path
 
@@ -31,16 +29,6 @@ pytestmark = pytest.mark.interop
 
 #: Known, reasoned schema failures per agent (see the module docstring).
 DEVIATIONS: dict[str, list[Deviation]] = {}
-
-
-@pytest.fixture(scope="module")
-def agy_host_cli() -> Path:
-    """The ``agy-host`` console script of the environment under test."""
-    sibling = Path(sys.executable).parent / "agy-host"
-    found = sibling if sibling.exists() else (Path(p) if (p := shutil.which("agy-host")) else None)
-    if found is None:
-        pytest.fail("the agy-host CLI is not installed in this environment")
-    return found
 
 
 def _launch(name: str, request: pytest.FixtureRequest, tmp_path: Path) -> AgentLaunch:

@@ -11,9 +11,35 @@ all of them:
   64 MiB line in 64 KiB reads copied about 32 GiB). A line longer than the
   limit is refused as soon as it is known to be too long, and the rest of
   it is skipped up to its newline, so the next line is read intact.
+* **Its own process group.** A wrapper (``npx``, ``sh -c``) leaves the real
+  agent running when only the wrapper dies, and some agents ignore SIGTERM
+  and stdin EOF: the child starts a new session, and a kill is SIGTERM to
+  the group, a grace, then SIGKILL to the group (:class:`GroupChild`).
+* **stderr is always drained.** A client that pipes stderr without reading
+  it hangs as soon as the agent writes 64 KiB (the official Python SDK
+  does); a bounded tail is kept for error messages and doctor, and each line
+  goes to the engine (agents print sign-in URLs and failures there).
+* **Exit is observed per process object**, so a slow-dying old agent is
+  never mistaken for its replacement (callers compare the objects).
 """
 
 from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+from collections.abc import Mapping, Sequence
+
+import trio
+
+log = logging.getLogger(__name__)
+
+#: How much of the agent's stderr is kept for error messages and doctor.
+STDERR_TAIL_CHARS = 8192
+#: A stderr "line" longer than this without a newline is dropped, not kept.
+MAX_STDERR_LINE = 65536
 
 #: The longest line accepted from an agent (64 MiB, like other ACP clients).
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -98,4 +124,134 @@ class LineSplitter:
         return tail
 
 
-__all__ = ["MAX_LINE_BYTES", "LineSplitter"]
+class SpawnError(Exception):
+    """The agent command could not be started at all."""
+
+
+def _check_spawnable(argv: Sequence[str], cwd: str | None, what: str) -> None:
+    if not argv:
+        raise SpawnError(f"empty {what}")
+    if cwd is not None and not os.path.isdir(cwd):
+        # open_process reports a missing cwd as FileNotFoundError, which
+        # would read as "command not found".
+        raise SpawnError(f"the working directory does not exist: {cwd}")
+
+
+async def open_in_own_group(
+    argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None, what: str
+) -> trio.Process:
+    """Start ``argv`` with piped stdio in a new session (its own process
+    group). ``what`` names the command in errors (``agy``, ``agent command``)."""
+    _check_spawnable(argv, cwd, what)
+    try:
+        return await trio.lowlevel.open_process(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise SpawnError(f"{what} not found: {argv[0]!r}") from exc
+    except PermissionError as exc:
+        raise SpawnError(f"{what} is not executable: {argv[0]!r} ({exc.strerror})") from exc
+    except OSError as exc:
+        raise SpawnError(f"could not start {argv[0]!r}: {exc}") from exc
+
+
+class GroupChild:
+    """A child in its own process group: stderr drained into a bounded tail,
+    exit watched, and a group kill. Engines subclass it for their stdout.
+
+    Subclasses override :meth:`on_stderr_line` and :meth:`on_exited`; the
+    engine starts :meth:`drain_stderr` and :meth:`wait` in its nursery."""
+
+    def __init__(self, proc: trio.Process) -> None:
+        self._proc = proc
+        self.pid = proc.pid
+        self._tail = ""
+        self.returncode: int | None = None
+        self.exited = trio.Event()
+        self.stderr_done = trio.Event()
+
+    # -- hooks -------------------------------------------------------------------
+
+    def on_stderr_line(self, line: str) -> None:
+        """One line of stderr (``\r`` stripped). Runs on the reader: never waits."""
+
+    def on_exited(self) -> None:
+        """The process has exited (:attr:`returncode` is set)."""
+
+    # -- background tasks ------------------------------------------------------------
+
+    async def drain_stderr(self) -> None:
+        stream = self._proc.stderr
+        assert stream is not None
+        partial = b""
+        while True:
+            try:
+                data = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                break
+            if not data:
+                break
+            self._tail = (self._tail + data.decode("utf-8", "replace"))[-STDERR_TAIL_CHARS:]
+            parts = (partial + data).split(b"\n")
+            partial = parts.pop()
+            if len(partial) > MAX_STDERR_LINE:
+                partial = b""
+            for part in parts:
+                self._stderr_line(part)
+        if partial:
+            self._stderr_line(partial)
+        self.stderr_done.set()
+
+    def _stderr_line(self, raw: bytes) -> None:
+        try:
+            self.on_stderr_line(raw.decode("utf-8", "replace").rstrip("\r"))
+        except Exception:  # a bug in a callback must not stop the draining
+            log.exception("handling the agent's stderr failed")
+
+    async def wait(self) -> None:
+        self.returncode = await self._proc.wait()
+        self.exited.set()
+        try:
+            self.on_exited()
+        except Exception:
+            log.exception("handling the agent's exit failed")
+
+    # -- queries ---------------------------------------------------------------------
+
+    @property
+    def alive(self) -> bool:
+        return not self.exited.is_set()
+
+    def stderr_tail(self, chars: int = STDERR_TAIL_CHARS) -> str:
+        return self._tail[-chars:]
+
+    # -- shutdown --------------------------------------------------------------------
+
+    def _signal_group(self, sig: signal.Signals) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            if self.alive:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.pid, sig)
+
+    async def terminate(self, grace: float = 0.75) -> None:
+        """SIGTERM the group, SIGKILL it after ``grace`` seconds; the SIGKILL
+        also reaps what the group left behind once the leader is gone."""
+        with trio.CancelScope(shield=True):
+            if self.alive:
+                self._signal_group(signal.SIGTERM)
+                with trio.move_on_after(grace):
+                    await self.exited.wait()
+            self._signal_group(signal.SIGKILL)
+            with trio.move_on_after(5):
+                await self.exited.wait()
+
+
+__all__ = ["MAX_LINE_BYTES", "STDERR_TAIL_CHARS", "GroupChild", "LineSplitter", "SpawnError", "open_in_own_group"]
