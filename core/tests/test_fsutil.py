@@ -35,3 +35,15 @@ def test_a_name_with_glob_characters_sweeps_only_its_own(tmp_path: Path) -> None
     lookalike = stranded(tmp_path / "s1.json", "x", fsutil.STALE_TEMP_S * 2)
     assert fsutil.sweep_stale_temps(path) == [mine]
     assert lookalike.exists()
+
+
+def test_the_sweep_runs_once_per_file_and_process(tmp_path: Path) -> None:
+    # A store is written at every turn end; its directory is listed only the
+    # first time (a temp stranded later goes with the next process's first write).
+    path = tmp_path / "state.json"
+    fsutil.write_atomic(path, b"1")
+    later = stranded(path, "later", fsutil.STALE_TEMP_S * 2)
+    fsutil.write_atomic(path, b"2")
+    assert path.read_bytes() == b"2"
+    assert later.exists()
+    assert fsutil.sweep_stale_temps(path) == [later]

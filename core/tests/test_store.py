@@ -131,6 +131,41 @@ def test_write_merges_keys_written_by_another_process(tmp_path: Path) -> None:
     assert set(_store(tmp_path).all()) == {"theirs", "mine2", "mine3"}
 
 
+def test_a_write_reparses_the_file_only_when_someone_else_changed_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A store written at every turn end must not re-check every entry each
+    # time (64 sessions made that quadratic); another writer's change must
+    # still be merged.
+    import agy_host.store as store_mod
+
+    parsed: list[int] = []
+    real = store_mod._narrow
+    monkeypatch.setattr(store_mod, "_narrow", lambda doc, path, warn: parsed.append(1) or real(doc, path, warn))
+    ours = _store(tmp_path)
+    for i in range(5):
+        ours.set(f"k{i}", SessionBinding(conversation_id=str(i)))
+    assert parsed == []  # the file was missing, then only ever written by us
+    _store(tmp_path).set("theirs", SessionBinding(conversation_id="t"))
+    parsed.clear()
+    ours.set("k5", SessionBinding(conversation_id="5"))
+    assert len(parsed) == 1
+    assert set(_store(tmp_path).all()) == {*(f"k{i}" for i in range(6)), "theirs"}
+
+
+def test_a_hand_edit_in_place_is_seen_by_the_next_write(tmp_path: Path) -> None:
+    ours = _store(tmp_path)
+    ours.set("a", SessionBinding(conversation_id="1"))
+    path = tmp_path / "sessions.json"
+    doc = json.loads(path.read_text())
+    doc["bindings"]["edited"] = {"conversation_id": "by-hand"}
+    with open(path, "r+", encoding="utf-8") as fh:  # same inode: only size and times change
+        fh.write(json.dumps(doc))
+        fh.truncate()
+    ours.set("b", SessionBinding(conversation_id="2"))
+    assert set(_store(tmp_path).all()) == {"a", "b", "edited"}
+
+
 WRITER = textwrap.dedent(
     """
     import sys

@@ -3,8 +3,10 @@
 Everything agy-host keeps on disk (config, session bindings, agent facts) goes
 through :func:`write_atomic`: a temp file in the same directory, fsync, then
 ``os.replace``, so a crash or SIGKILL mid-write leaves either the old or the new
-content, never a torn file; the temp file such a kill strands is swept by a
-later write of the same file (:func:`sweep_stale_temps`). A file that cannot
+content, never a torn file; the temp file such a kill strands is swept by the
+next process's first write of the same file (:func:`sweep_stale_temps`; once
+per file and process, so a store written at every turn end does not list its
+directory every time). A file that cannot
 be parsed is moved aside by
 :func:`quarantine` (and the move reported) instead of being overwritten, so the
 user's data is kept for inspection.
@@ -24,6 +26,9 @@ from pathlib import Path
 #: A temp file older than this was stranded by a killed writer: a live write
 #: lasts milliseconds between ``mkstemp`` and ``os.replace``.
 STALE_TEMP_S = 60.0
+
+#: Files whose stranded temps this process has swept (see the module docstring).
+_SWEPT: set[Path] = set()
 
 
 def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
@@ -47,7 +52,9 @@ def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-    sweep_stale_temps(path)
+    if path not in _SWEPT:
+        _SWEPT.add(path)
+        sweep_stale_temps(path)
 
 
 def sweep_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[Path]:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
@@ -71,6 +72,9 @@ class _Narrowed(msgspec.Struct, kw_only=True):
     lossy: bool = False
 
 
+_BINDING_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(SessionBinding))
+
+
 def _narrow_entry(key: str, raw: Any, warn: Warn) -> tuple[SessionBinding | None, bool]:
     """One binding from its raw JSON value; the bool says whether it lost anything."""
     if not isinstance(raw, dict):
@@ -95,7 +99,7 @@ def _narrow_entry(key: str, raw: Any, warn: Warn) -> tuple[SessionBinding | None
         lossy = True
         count = 0
     values["last_message_count"] = int(count)
-    unknown = set(raw) - {f.encode_name for f in msgspec.structs.fields(SessionBinding)}
+    unknown = set(raw) - _BINDING_FIELDS
     if unknown:
         # A newer agy-host may have added fields: keep the original file aside.
         warn(f"session store: entry {key!r} has unknown fields {sorted(unknown)}; they are not kept")
@@ -136,6 +140,10 @@ class SessionStore:
         #: Keys this process changed (``None`` = deleted) and has not yet
         #: written: only these are overlaid on the file's current content.
         self._dirty: dict[str, SessionBinding | None] = {}
+        #: The file as this process last read or wrote it, and its stat
+        #: signature: a write finds the file unchanged (the usual case, one
+        #: writer) and skips re-reading and re-checking every entry.
+        self._known: tuple[tuple[int, int, int, int], dict[str, SessionBinding]] | None = None
         self.reload()
 
     @classmethod
@@ -148,6 +156,11 @@ class SessionStore:
         """The file's bindings; the caller holds the lock. A file that is not a
         store is moved aside (it is kept, never overwritten) and that is always
         reported; ``warn`` only receives the per-entry problems."""
+        signature = self._signature()
+        known = self._known
+        if signature is not None and known is not None and known[0] == signature:
+            return _Narrowed(bindings=dict(known[1]))
+        self._known = None
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
@@ -165,7 +178,20 @@ class SessionStore:
             moved = fsutil.quarantine(self.path)
             self._warn(f"session store: {self.path} is not a session store; moved it to {moved} and starting empty")
             return _Narrowed(bindings={})
+        if signature is not None and not narrowed.lossy:
+            # the signature was taken before the read: a change in between
+            # only makes the next write read the file again
+            self._known = (signature, dict(narrowed.bindings))
         return narrowed
+
+    def _signature(self) -> tuple[int, int, int, int] | None:
+        """Inode, size, mtime and ctime: every write replaces the file (new
+        inode), and an edit in place moves the times."""
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
     def reload(self) -> None:
         """Re-read the file (keeping this process's unwritten changes on top)."""
@@ -220,6 +246,8 @@ class SessionStore:
             self._apply_dirty(merged)
             doc = {"version": STORE_VERSION, "bindings": {k: merged[k] for k in sorted(merged)}}
             fsutil.write_atomic(self.path, msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
+            signature = self._signature()
+            self._known = (signature, dict(merged)) if signature is not None else None
         self._dirty.clear()
         self._cache = merged
 

@@ -397,14 +397,18 @@ class TurnLayer:
             self.roundtrips.turn_ended(turn.handle)
         if outcome.conversation_id:
             self._bind(turn, outcome.conversation_id)
-        streamed = "".join(turn.text)
+        # The engine's response is normally the same text as the stream; the
+        # stream is joined only when it is the only copy (a 12 MB turn would
+        # otherwise be joined, and held, twice).
+        streamed = any(turn.text)
         if not streamed and outcome.response:
             self.emit(TextDelta(delta=outcome.response))
         stop: StopReason = outcome.stop_reason if outcome.stop_reason != "tool_use" else "stop"
         if outcome.aborted:
             stop = "aborted"
         duration = trio.current_time() - turn.started_at
-        response = outcome.response or streamed
+        response = outcome.response or "".join(turn.text)
+        turn.text.clear()
         self.emit(
             TurnEnded(
                 stop_reason=stop,

@@ -82,7 +82,7 @@ def append_entries(session: str, entries: list[TranscriptEntry], env: Mapping[st
     """Append ``entries`` with one ``write`` (atomic against other appenders)."""
     path = transcript_path(session, env)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = b"".join(_encoder.encode(e) + b"\n" for e in entries)
+    data = _encoder.encode_lines(entries)  # one buffer: a big answer is not copied per line
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
     try:
         view = memoryview(data)
