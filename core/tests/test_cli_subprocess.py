@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -50,6 +51,37 @@ def test_version_imports_nothing_heavy() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.splitlines()[-1] == "0 []"
+
+
+IMPORTED = (
+    "import sys; from agy_host.cli.main import main; rc = main(sys.argv[1:]);"
+    "print(); print(rc, sorted({m.split('.')[0] for m in sys.modules} & {'trio', 'pydantic', 'rich', 'mcp'}))"
+)
+
+
+def _heavy_imports(env: dict[str, str], *args: str) -> tuple[str, str]:
+    proc = subprocess.run([sys.executable, "-c", IMPORTED, *args], env=env, capture_output=True, text=True, timeout=60)
+    return proc.stdout.splitlines()[-1], proc.stderr
+
+
+def test_commands_that_run_no_turn_do_not_import_trio_or_pydantic(env: dict[str, str]) -> None:
+    # `plugins`, `--help` and config editing are typed at a shell prompt: each
+    # of these imports costs a tenth of a second (docs/performance.md, B2).
+    for args in (["plugins"], ["--help"], ["run", "--help"], ["config", "path"]):
+        line, stderr = _heavy_imports(env, *args)
+        assert line == "0 []", (args, line, stderr)
+
+
+@pytest.mark.skipif(
+    "acp" not in {ep.name for ep in metadata.entry_points(group="agy_host.engines")},
+    reason="the ACP engine is not installed",
+)
+def test_a_one_shot_run_does_not_import_pydantic(env: dict[str, str]) -> None:
+    # typer >= 0.29 parses every option through pydantic; the bridge loads the
+    # MCP SDK only when the agent connects to it.
+    agent = f"{sys.executable} -m agy_host.testing.fake_acp_agent --scenario echo"
+    line, stderr = _heavy_imports(env, "run", "--engine", "acp", "--agent", agent, "hi")
+    assert line == "0 ['trio']", (line, stderr)
 
 
 def test_plugins_json(env: dict[str, str]) -> None:

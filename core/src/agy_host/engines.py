@@ -15,11 +15,12 @@ import abc
 import contextlib
 import os
 from collections.abc import Awaitable, Callable, Mapping
-from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
+
+from agy_host import entry_points
 
 if TYPE_CHECKING:
     from agy_host.config import Config
@@ -169,7 +170,7 @@ class EngineEntry(msgspec.Struct, kw_only=True):
 def installed_engines() -> list[EngineEntry]:
     """Engines installed as entry points, without importing any of them."""
     found: dict[str, EngineEntry] = {}
-    for ep in metadata.entry_points(group=ENGINE_GROUP):
+    for ep in entry_points.group(ENGINE_GROUP):
         dist = getattr(ep, "dist", None)
         found.setdefault(
             ep.name,

@@ -21,13 +21,12 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Mapping
-from importlib import metadata
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import pluggy
 
-from agy_host import hookspecs
+from agy_host import entry_points, hookspecs
 
 if TYPE_CHECKING:
     import typer
@@ -115,7 +114,7 @@ class Plugins:
     def _load_entry_points(self) -> None:
         allow = _split(self.env.get("AGY_HOST_LOAD_PLUGINS"))
         block = _split(self.env.get("AGY_HOST_DISABLE_PLUGINS")) or set()
-        for ep in metadata.entry_points(group=PLUGIN_GROUP):
+        for ep in entry_points.group(PLUGIN_GROUP):
             dist = getattr(ep, "dist", None)
             dname = dist.name if dist is not None else ""
             if allow is not None and ep.name not in allow and dname not in allow:

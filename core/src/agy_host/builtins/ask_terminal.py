@@ -17,6 +17,9 @@ person. Three choices here keep that safe:
   the flag belongs to the description we opened, not to the terminal.
 * **One question at a time.** A lock per trio run (a ``RunVar``), so a
   permission prompt and an ``ask_user`` question never interleave.
+
+trio is imported when a question is asked, not when the plugin registers:
+``agy-host plugins``, ``doctor`` and ``--help`` load this module and never ask.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ import contextlib
 import errno
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-import trio
+if TYPE_CHECKING:
+    import trio
 
 TTY_ENV = "AGY_HOST_TTY"
 DEFAULT_TTY = "/dev/tty"
@@ -35,7 +40,21 @@ MAX_ATTEMPTS = 5
 #: A line longer than this is cut (a paste gone wrong must not grow memory).
 MAX_LINE = 64 * 1024
 
-_LOCK: trio.lowlevel.RunVar[trio.Lock] = trio.lowlevel.RunVar("agy_host_terminal_lock")
+_LOCK: list[trio.lowlevel.RunVar[trio.Lock]] = []  # made on the first question
+
+
+def _question_lock() -> trio.Lock:
+    import trio
+
+    if not _LOCK:
+        _LOCK.append(trio.lowlevel.RunVar("agy_host_terminal_lock"))
+    var = _LOCK[0]
+    try:
+        return var.get()
+    except LookupError:
+        lock = trio.Lock()
+        var.set(lock)
+        return lock
 
 
 class NoTerminal(Exception):
@@ -76,6 +95,8 @@ class Terminal:
             try:
                 n = os.write(self.fd, data)
             except BlockingIOError:
+                import trio
+
                 await trio.lowlevel.wait_writable(self.fd)
                 continue
             except OSError as exc:
@@ -88,6 +109,8 @@ class Terminal:
             try:
                 chunk = os.read(self.fd, 4096)
             except BlockingIOError:
+                import trio
+
                 await trio.lowlevel.wait_readable(self.fd)
                 continue
             except OSError as exc:
@@ -114,12 +137,7 @@ async def open_terminal(env: Mapping[str, str]) -> AsyncIterator[Terminal]:
     path = tty_path(env)
     if path is None:
         raise NoTerminal(f"asking is turned off (${TTY_ENV}=none)")
-    try:
-        lock = _LOCK.get()
-    except LookupError:
-        lock = trio.Lock()
-        _LOCK.set(lock)
-    async with lock:
+    async with _question_lock():
         try:
             fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
         except OSError as exc:
