@@ -15,6 +15,7 @@ because its round-trip timings belong to core (:mod:`agy_host.roundtrip`).
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import tomllib
@@ -249,10 +250,17 @@ def _check_number(dotted: str, value: Any) -> str | None:
     return None
 
 
+@functools.cache
+def _fields_by_key(struct_type: type[msgspec.Struct]) -> dict[str, msgspec.structs.FieldInfo]:
+    """Resolved once per class: resolving a Struct's annotations costs about
+    a millisecond, and built-ins without a bound config read it per turn."""
+    return {f.encode_name: f for f in msgspec.structs.fields(struct_type)}
+
+
 def _narrow(struct_type: type[msgspec.Struct], raw: Mapping[str, Any], prefix: str, warn: Callable[[str], None]) -> Any:
     """Build ``struct_type`` from ``raw`` field by field; bad values take the
     default with a warning, unknown keys are reported and ignored."""
-    fields = {f.encode_name: f for f in msgspec.structs.fields(struct_type)}
+    fields = _fields_by_key(struct_type)
     values: dict[str, Any] = {}
     for key, value in raw.items():
         dotted = f"{prefix}{key}"
