@@ -19,6 +19,10 @@ unknown version on a request without the 2026 per-request envelope is
 rewritten to the newest handshake version the SDK serves, instead of being
 rejected with 400 (the original bridge learnt this from agy 2026-07-28).
 
+A plain ``tools/call`` (the bridge's hot path) is then answered by
+:mod:`agy_host_bridge_mcp.fast_path` without the SDK's per-request
+transport; everything else goes to the SDK.
+
 The wrapper owns the real ``receive``: it hands the SDK the buffered body
 and keeps listening for ``http.disconnect``, which it exposes through
 :data:`REQUEST` so a parked tool call is failed as soon as the agent hangs up
@@ -31,10 +35,13 @@ import contextvars
 import hmac
 import json
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import trio
+
+if TYPE_CHECKING:
+    from agy_host_bridge_mcp.fast_path import FastCalls
 
 TOKEN_HEADER = "x-bridge-token"
 BODY_CAP = 1_000_000
@@ -139,8 +146,10 @@ class BridgeGate:
         latest_version: str,
         body_cap: int = BODY_CAP,
         on_event: OnEvent | None = None,
+        fast: FastCalls | None = None,
     ) -> None:
         self.inner = inner
+        self.fast = fast
         self.token = token
         self.port = port
         self.supported = supported_versions
@@ -182,7 +191,12 @@ class BridgeGate:
         replaced = clamp_protocol_version(scope, parsed, self.supported, self.latest)
         if replaced is not None:
             self.on_event("protocol-clamp", {"from": replaced, "to": self.latest})
-        await self._serve(scope, receive, send, body)
+        fast = self.fast
+        call = fast.match(scope, parsed) if fast is not None else None
+        if fast is not None and call is not None:
+            await self._serve(receive, lambda _inner, state: fast.answer(call, send, state.disconnected))
+            return
+        await self._serve(receive, lambda inner_receive, _state: self.inner(scope, inner_receive, send), body)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -215,7 +229,12 @@ class BridgeGate:
             if not message.get("more_body", False):
                 return b"".join(chunks)
 
-    async def _serve(self, scope: Scope, receive: Receive, send: Send, body: bytes) -> None:
+    async def _serve(
+        self, receive: Receive, handler: Callable[[Receive, RequestState], Awaitable[None]], body: bytes = b""
+    ) -> None:
+        """Run ``handler`` with :data:`REQUEST` set and the real ``receive``
+        watched for the agent hanging up; the handler reads the buffered body
+        through the ``receive`` it is given."""
         state = RequestState()
         replayed = False
 
@@ -238,7 +257,7 @@ class BridgeGate:
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watch_disconnect)
-                await self.inner(scope, inner_receive, send)
+                await handler(inner_receive, state)
                 nursery.cancel_scope.cancel()
         finally:
             REQUEST.reset(token)

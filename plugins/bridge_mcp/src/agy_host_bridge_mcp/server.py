@@ -8,6 +8,11 @@ request to stream). The SDK is built on anyio, which runs on trio, and
 hypercorn's trio worker serves its ASGI handler inside the host's own
 nursery: no asyncio loop, no thread for serving.
 
+A plain ``tools/call``, the hot path, is answered by the gate through
+:mod:`agy_host_bridge_mcp.fast_path` with this module's own logged call (the
+SDK's per-request transport costs most of a round trip); the SDK answers
+everything else.
+
 Imported only when the bridge service starts (see
 :mod:`agy_host_bridge_mcp.service`): it is the expensive part of the bridge.
 """
@@ -20,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import hypercorn.trio
 import mcp_types as types
+import trio
 from hypercorn.config import Config as HypercornConfig
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -27,11 +33,16 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 
 from agy_host.tools import ToolResult
 from agy_host_bridge_mcp import __version__
+from agy_host_bridge_mcp.fast_path import CallTool, FastCalls
 from agy_host_bridge_mcp.gate import REQUEST, BridgeGate
 
 if TYPE_CHECKING:
     from agy_host_bridge_mcp.catalog import Catalog
     from agy_host_bridge_mcp.service import BridgeService
+
+#: Plain ``tools/call`` requests are answered by :mod:`agy_host_bridge_mcp.fast_path`
+#: (the bridge's tests turn it off to compare with the SDK's own answers).
+FAST_CALLS = True
 
 #: Seconds hypercorn waits for open requests when the command ends; parked
 #: calls are answered by the round-trips' shutdown first, so this is short.
@@ -57,6 +68,19 @@ def to_mcp(result: ToolResult) -> types.CallToolResult:
     return types.CallToolResult(content=content, is_error=result.is_error)
 
 
+def logged_call(catalog: Catalog, service: BridgeService) -> CallTool:
+    """The catalog's call with the service's log lines: the same for the
+    SDK's handler and the fast path."""
+
+    async def call(name: str, args: dict[str, Any], disconnected: trio.Event | None) -> ToolResult:
+        service.log.add("call-tool", tool=name)
+        result = await catalog.call(name, args, disconnected=disconnected)
+        service.log.add("call-tool-done", tool=name, error=result.is_error)
+        return result
+
+    return call
+
+
 def build_server(catalog: Catalog, service: BridgeService) -> Server[Any]:
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         entries = catalog.entries()
@@ -68,10 +92,7 @@ def build_server(catalog: Catalog, service: BridgeService) -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments if isinstance(params.arguments, dict) else {}
         state = REQUEST.get()
-        service.log.add("call-tool", tool=params.name)
-        result = await catalog.call(params.name, args, disconnected=state.disconnected if state else None)
-        service.log.add("call-tool-done", tool=params.name, error=result.is_error)
-        return to_mcp(result)
+        return to_mcp(await logged_call(catalog, service)(params.name, args, state.disconnected if state else None))
 
     return Server("agy-host-bridge", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
@@ -85,9 +106,16 @@ async def serve(service: BridgeService, sock: socket.socket) -> None:
         logger.addHandler(handler)
         logger.propagate = False
     try:
-        manager = StreamableHTTPSessionManager(
-            app=build_server(service.catalog(), service), json_response=True, stateless=True
+        catalog = service.catalog()
+        manager = StreamableHTTPSessionManager(app=build_server(catalog, service), json_response=True, stateless=True)
+        fast = (
+            FastCalls(
+                logged_call(catalog, service), supported_versions=HANDSHAKE_PROTOCOL_VERSIONS, hold=service.holding
+            )
+            if FAST_CALLS
+            else None
         )
+        service.fast = fast
 
         async def held(scope: Any, receive: Any, send: Any) -> None:
             # the agent waits on its answer: its turn's clocks do not run
@@ -101,6 +129,7 @@ async def serve(service: BridgeService, sock: socket.socket) -> None:
             supported_versions=frozenset(HANDSHAKE_PROTOCOL_VERSIONS),
             latest_version=LATEST_HANDSHAKE_VERSION,
             on_event=service.event,
+            fast=fast,
         )
         config = HypercornConfig()
         config.bind = [f"fd://{sock.detach()}"]
@@ -117,4 +146,4 @@ async def serve(service: BridgeService, sock: socket.socket) -> None:
             logger.propagate = True
 
 
-__all__ = ["build_server", "serve", "to_mcp"]
+__all__ = ["FAST_CALLS", "build_server", "logged_call", "serve", "to_mcp"]

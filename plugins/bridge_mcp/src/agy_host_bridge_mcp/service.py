@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from agy_host.roundtrip import ServiceContext
     from agy_host_bridge_mcp.catalog import Catalog
     from agy_host_bridge_mcp.cli_registration import CliRegistration
+    from agy_host_bridge_mcp.fast_path import FastCalls
 
 SERVER_NAME = "agy-host-bridge"
 STREAM_JSON = "stream-json"
@@ -65,6 +66,8 @@ class BridgeService:
         self.log = Lifecycle()
         self.registration: CliRegistration | None = None
         self.serving = trio.Event()
+        #: The server's fast path for plain ``tools/call`` (set when it serves).
+        self.fast: FastCalls | None = None
         self._remove_guard: Callable[[], None] | None = None
         self._warned: set[str] = set()
 
