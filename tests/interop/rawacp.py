@@ -252,6 +252,21 @@ def wait_gone(marker: str, grace: float = 5.0) -> list[tuple[int, str]]:
         time.sleep(0.1)
 
 
+def start_cli(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """The ``agy-host`` CLI in its own session (a SIGINT a test sends goes to
+    it alone, like a Ctrl-C to a foreground job), output captured as text."""
+    return subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
 def communicate_or_fail(
     proc: subprocess.Popen[str], argv: Sequence[str], marker: str, timeout: float
 ) -> tuple[str, str]:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 
 import pytest
 from interop.provision import AgentLaunch, FastAgent, SdkAgents
-from interop.rawacp import communicate_or_fail, kill_all, wait_gone
+from interop.rawacp import communicate_or_fail, kill_all, start_cli, wait_gone
 
 pytestmark = pytest.mark.interop
 
@@ -69,16 +68,7 @@ class Run:
 
 def _run_cli(cli: Path, launch: AgentLaunch, session: str, prompt: str, *, cwd: Path, env: dict[str, str]) -> Run:
     argv = [str(cli), "run", "--agent", shlex.join(launch.argv), "--format", "json", "--session", session, prompt]
-    proc = subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    proc = start_cli(argv, env, cwd)
     out, err = communicate_or_fail(proc, argv, launch.marker, RUN_TIMEOUT)
     events: list[dict[str, Any]] = []
     run = Run(argv, proc.returncode, out, err, events)

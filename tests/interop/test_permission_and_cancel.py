@@ -39,7 +39,7 @@ from typing import Any
 import pytest
 from conformance.wire import TeeLog, read_tee_log, tee_argv, validate_tee_log
 from interop.provision import AgentLaunch, FastAgent
-from interop.rawacp import communicate_or_fail, kill_all, wait_gone
+from interop.rawacp import communicate_or_fail, kill_all, start_cli, wait_gone
 
 pytestmark = pytest.mark.interop
 
@@ -80,19 +80,6 @@ def _finish(proc: subprocess.Popen[str], argv: list[str], launch: AgentLaunch, l
     )
     events = [json.loads(line) for line in out.splitlines() if line.strip()]
     return Run(proc.returncode, events, wire, context)
-
-
-def _start(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        argv,
-        cwd=cwd,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # a SIGINT we send goes to agy-host only, like a Ctrl-C to a foreground job
-    )
 
 
 def _no_leftovers(launch: AgentLaunch, context: str) -> None:
@@ -153,7 +140,7 @@ def test_fast_agent_permission_request_is_answered_by_the_policy(
     token = f"perm-{uuid.uuid4().hex[:8]}"
     prompt = f'***CALL_TOOL agy-host-bridge__host_echo {{"token": "{token}"}}'
     argv = _argv(agy_host_cli, launch, log, prompt, list(want.flags))
-    run = _finish(_start(argv, tools_env, workdir), argv, launch, log)
+    run = _finish(start_cli(argv, tools_env, workdir), argv, launch, log)
     ctx = run.context
 
     # On the wire: one request from the agent, about this tool call...
@@ -211,7 +198,7 @@ def test_fast_agent_turn_is_cancelled_mid_prompt(
     token = f"cancel-{uuid.uuid4().hex[:8]}"
     env = {**isolated_env, "AGY_HOST_ENGINE": "acp", "AGY_HOST_TTY": "none"}
     argv = _argv(agy_host_cli, launch, log, f"please echo {token}", [])
-    proc = _start(argv, env, workdir)
+    proc = start_cli(argv, env, workdir)
 
     deadline = time.monotonic() + RUN_TIMEOUT
     while not (log.exists() and read_tee_log(log).first("client", "session/prompt")):
