@@ -4,7 +4,8 @@ HTTP, and leaves every other request to the SDK."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,8 @@ FAST = {
     "unknown tool": call(4, "no_such_tool", arguments={}),
     "poll of an unknown id": call(5, "bridge_poll_result", arguments={"callId": "nope"}),
     "unicode": call(6, arguments={"x": "héllo ✓"}),
+    "_meta with a progress token": call(10, arguments={}, _meta={"progressToken": "p"}),
+    "_meta of an agent": call(11, arguments={}, _meta={"progressToken": 3, "claudecode/toolUseId": "toolu_1"}),
 }
 #: Headers a case is sent with (agy's newer protocol dates are clamped by the gate first).
 FAST_HEADERS = {"a newer protocol date": {"mcp-protocol-version": "2099-01-01"}}
@@ -53,7 +56,10 @@ SDK = {
     "bool id": (call(True, arguments={}), {}),
     "name not a string": (call(1, 5, arguments={}), {}),
     "arguments not an object": (call(1, arguments=[1]), {}),
-    "_meta": (call(1, arguments={}, _meta={"progressToken": "p"}), {}),
+    "_meta not an object": (call(1, arguments={}, _meta=5), {}),
+    "_meta null": (call(1, arguments={}, _meta=None), {}),
+    "_meta with a bool progress token": (call(1, arguments={}, _meta={"progressToken": True}), {}),
+    "_meta with a float progress token": (call(1, arguments={}, _meta={"progressToken": 1.5}), {}),
     "extra member": ({**call(arguments={}), "extra": 1}, {}),
     "another method": ({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}, {}),
     "wrong jsonrpc": ({**call(arguments={}), "jsonrpc": "1.0"}, {}),
@@ -63,13 +69,38 @@ SDK = {
     "a 2026 envelope": (call(arguments={}, _meta={"io.modelcontextprotocol/protocolVersion": "2026-07-28"}), {}),
 }
 
+_PLAIN = json.dumps(call(arguments={"a": 1}))
+#: Bodies the gate's ``json`` accepts and the SDK's parser reads otherwise
+#: (mostly: refuses): left to the SDK, which is the judge of them.
+RAW = {
+    "utf-8 bom": b"\xef\xbb\xbf" + _PLAIN.encode(),
+    "utf-16": _PLAIN.encode("utf-16"),
+    "NaN": _PLAIN.replace("1}", "NaN}").encode(),
+    "lone surrogate escape": _PLAIN.replace("1}", '"\\ud800"}').encode(),
+    "deep nesting": _PLAIN.replace("1}", "[" * 210 + "]" * 210 + "}").encode(),
+    "many brackets": _PLAIN.replace("1}", "[" + "[], " * 200 + "[]]}").encode(),
+}
+#: Host tools whose results need the SDK's rules: fields of the wrong types
+#: (a host tool's struct is not validated when built), a text that does not
+#: encode (a ``surrogateescape``-decoded file name).
+RARE_TOOLS = [
+    host_tool("untyped_text", ToolResult(text=None)),  # type: ignore[arg-type]
+    host_tool("untyped_images", ToolResult(text="x", images=None)),  # type: ignore[arg-type]
+    host_tool("coercible_flag", ToolResult(text="x", is_error=1)),  # type: ignore[arg-type]
+    host_tool("image_as_list", ToolResult(text="x", images=[[PNG, "image/png"]])),  # type: ignore[list-item]
+    host_tool("undecodable", ToolResult(text="file \udcff.txt")),
+]
+#: The SDK's log records for them (both paths must write the same ones).
+RARE_LOGGED = {"untyped_images": ["mcp.shared.jsonrpc_dispatcher"], "undecodable": ["mcp.server.streamable_http"]}
+
 
 async def _post(bridge: Bridge, body: Any, headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
     import httpx2
 
+    content = body if isinstance(body, bytes) else json.dumps(body).encode()
     async with httpx2.AsyncClient() as http:
         resp = await http.post(
-            bridge.url, content=json.dumps(body).encode(), headers={**JSON_HEADERS, **bridge.headers, **(headers or {})}
+            bridge.url, content=content, headers={**JSON_HEADERS, **bridge.headers, **(headers or {})}
         )
     text = resp.text
     try:
@@ -81,10 +112,10 @@ async def _post(bridge: Bridge, body: Any, headers: dict[str, str] | None = None
 
 @pytest.fixture
 async def pair(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[tuple[Bridge, Bridge]]:
-    async with running_bridge(tmp_path / "fast", TOOLS) as fast:
+    async with running_bridge(tmp_path / "fast", TOOLS + RARE_TOOLS) as fast:
         await _post(fast, {"jsonrpc": "2.0", "method": "notifications/initialized"})  # serving, fast path on
         monkeypatch.setattr(server, "FAST_CALLS", False)
-        async with running_bridge(tmp_path / "sdk", TOOLS) as sdk:
+        async with running_bridge(tmp_path / "sdk", TOOLS + RARE_TOOLS) as sdk:
             await _post(sdk, {"jsonrpc": "2.0", "method": "notifications/initialized"})  # serving, SDK only
             assert fast.service.fast is not None and sdk.service.fast is None
             yield fast, sdk
@@ -118,6 +149,78 @@ async def test_everything_else_is_left_to_the_sdk(pair: tuple[Bridge, Bridge], c
     ours, theirs = await _post(fast, body, headers), await _post(sdk, body, headers)
     assert _meaning(ours) == _meaning(theirs)
     assert fast.service.fast is not None and fast.service.fast.answered == before, "left to the SDK"
+
+
+@pytest.mark.parametrize("case", list(RAW))
+async def test_bodies_the_sdks_parser_reads_otherwise_are_left_to_it(pair: tuple[Bridge, Bridge], case: str) -> None:
+    fast, sdk = pair
+    before = fast.service.fast.answered if fast.service.fast else 0
+    ours, theirs = await _post(fast, RAW[case]), await _post(sdk, RAW[case])
+    assert _meaning(ours) == _meaning(theirs)
+    assert fast.service.fast is not None and fast.service.fast.answered == before, "left to the SDK"
+
+
+class _Records(logging.Handler):
+    """The SDK's log records (the ones the service keeps), per request."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.seen: list[tuple[str, str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.seen.append((record.name, record.levelname, record.getMessage()))
+
+    def take(self) -> list[tuple[str, str, str]]:
+        seen, self.seen = self.seen, []
+        return seen
+
+
+@pytest.fixture
+def records() -> Iterator[_Records]:
+    handler = _Records()
+    logger = logging.getLogger("mcp")
+    logger.addHandler(handler)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+
+
+@pytest.mark.parametrize("tool", [t.name for t in RARE_TOOLS])
+async def test_rare_results_come_out_as_the_sdk_writes_them(
+    pair: tuple[Bridge, Bridge], records: _Records, tool: str
+) -> None:
+    fast, sdk = pair
+    before = fast.service.fast.answered if fast.service.fast else 0
+    ours = await _post(fast, call(1, tool, arguments={}))
+    ours_logged = records.take()
+    theirs = await _post(sdk, call(1, tool, arguments={}))
+    assert ours == theirs
+    assert ours_logged == records.take()
+    assert [name for name, _level, _message in ours_logged] == RARE_LOGGED.get(tool, [])
+    assert fast.service.fast is not None and fast.service.fast.answered == before + 1, "answered by the fast path"
+
+
+async def test_a_raising_handler_is_answered_as_the_sdk_answers_it(
+    pair: tuple[Bridge, Bridge], records: _Records, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agy_host_bridge_mcp.catalog import Catalog
+
+    async def broken(self: Catalog, name: str, args: Any, *, disconnected: Any = None) -> ToolResult:
+        raise RuntimeError(f"catalog broke on {name}")
+
+    fast, sdk = pair
+    monkeypatch.setattr(Catalog, "call", broken)
+    ours = await _post(fast, call(1, arguments={}))
+    ours_logged = records.take()
+    theirs = await _post(sdk, call(1, arguments={}))
+    error = {"code": 0, "message": "catalog broke on host_echo"}
+    assert ours == theirs == (200, "application/json", {"jsonrpc": "2.0", "id": 1, "error": error})
+    assert (
+        ours_logged == records.take() == [("mcp.shared.jsonrpc_dispatcher", "ERROR", "handler for 'tools/call' raised")]
+    )
+    events = [e.event for e in fast.service.log.entries()]
+    assert "call-tool" in events and "call-tool-done" not in events[events.index("call-tool") :]
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -171,6 +274,12 @@ def test_match_is_strict_about_what_it_answers() -> None:
     assert fast_path.match({"headers": headers[:1]}, call(), versions) is None  # no Accept at all
     unknown = {"headers": [*headers, (b"mcp-protocol-version", b"2099-01-01")]}
     assert fast_path.match(unknown, call(), versions) is None  # the gate clamps it before asking
+
+
+def test_strict_body_leaves_what_the_sdks_parser_reads_otherwise() -> None:
+    assert fast_path.strict_body(_PLAIN.encode()) == call(arguments={"a": 1})
+    for case, body in RAW.items():
+        assert fast_path.strict_body(body) is None, case
 
 
 @pytest.mark.parametrize(

@@ -8,31 +8,44 @@ shape is small, so the gate answers the plain case itself:
 
 * one JSON-RPC 2.0 request object (not a batch, not a notification) whose
   ``method`` is ``tools/call``, with an integer or string ``id``;
-* ``params`` holding only ``name`` (a string) and ``arguments`` (an object,
-  absent or null): no ``_meta`` (progress tokens, the 2026 per-request
-  envelope), nothing else the SDK would have to interpret;
+* ``params`` holding only ``name`` (a string), ``arguments`` (an object,
+  absent or null) and ``_meta`` when it is an object without the 2026
+  envelope key whose ``progressToken``, if any, is a string or an integer
+  (agents put their own keys there, e.g. a tool-use id; the SDK only reads
+  the progress token, and never sends progress for this server): nothing
+  else the SDK would have to interpret;
 * headers the SDK would accept in that mode: ``Content-Type`` is JSON (both
   of its checks), ``Accept`` allows JSON, and ``MCP-Protocol-Version`` is
-  absent or a handshake-era version it serves.
+  absent or a handshake-era version it serves;
+* a body the SDK's own parser reads the same way: strict UTF-8 JSON
+  (``msgspec``: a BOM, UTF-16, ``NaN`` or a lone surrogate escape, on which
+  the gate's ``json`` and the SDK's parser disagree, is left to the SDK) with
+  fewer than :data:`MAX_OPENERS` ``[``/``{`` bytes (that parser refuses about
+  200 levels of nesting).
 
 Anything else goes to the SDK unchanged, so the SDK stays the authority on
 everything this module does not know. The answer is the one the SDK gives
 (``CallToolResult`` dumped by alias without ``None`` fields, inside a
 JSON-RPC response; status 200, ``application/json``): the bridge's tests
-compare the two byte-for-meaning on real HTTP. Free of the SDK, so the
-first call needs no import of it either.
+compare the two byte-for-meaning on real HTTP. The rare answers that need
+the SDK's own models (a host tool's result with fields of the wrong types,
+an exception out of the catalog, a text that cannot be encoded, such as a
+lone surrogate from a ``surrogateescape``-decoded file name) are asked of
+:class:`SdkRules`, which the server implements with the SDK's code, so they
+match too. Free of the SDK, so the first call needs no import of it either.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Collection, MutableMapping
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import trio
 
 from agy_host.tools import ToolResult
+from agy_host_bridge_mcp.gate import MODERN_META_KEY
 
 Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -40,15 +53,39 @@ Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 CallTool = Callable[[str, dict[str, Any], "trio.Event | None"], Awaitable[ToolResult]]
 
 REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
-PARAM_KEYS = frozenset({"name", "arguments"})
+PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 JSON = "application/json"
+#: Bodies with this many ``[``/``{`` bytes or more go to the SDK: its parser
+#: refuses about 200 levels of nesting, and fewer openers than that cannot nest deeper.
+MAX_OPENERS = 128
 _encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
 
 
 class ToolCall(msgspec.Struct, frozen=True):
     id: int | str
     name: str
     arguments: dict[str, Any]
+    #: The request's ``MCP-Protocol-Version`` (``None``: none was sent).
+    version: str | None = None
+
+
+class SdkRules(Protocol):
+    """The SDK's answers for the rare cases :func:`plain_result` does not
+    cover (the server implements it with the SDK's own code)."""
+
+    def tool_result(self, result: ToolResult, version: str | None) -> dict[str, Any]:
+        """``{"result": ...}`` or ``{"error": ...}``: what the SDK sends for a
+        result with fields of unexpected types."""
+        ...
+
+    def handler_error(self, exc: Exception) -> dict[str, Any]:
+        """The JSON-RPC ``error`` the SDK sends when the handler raised ``exc``."""
+        ...
+
+    def unencodable(self, exc: Exception) -> bytes:
+        """The body of the SDK's 500 when the response could not be encoded."""
+        ...
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -89,49 +126,111 @@ def match(scope: Scope, body: Any, supported_versions: Collection[str]) -> ToolC
     arguments = params.get("arguments")
     if type(name) is not str or (arguments is not None and type(arguments) is not dict):
         return None
+    if "_meta" in params and not _plain_meta(params["_meta"]):
+        return None
     version = _header(scope, b"mcp-protocol-version")
     if version is not None and version not in supported_versions:
         return None
     if not content_type_is_json(_header(scope, b"content-type")) or not accepts_json(_header(scope, b"accept")):
         return None
-    return ToolCall(id=request_id, name=name, arguments=arguments or {})
+    return ToolCall(id=request_id, name=name, arguments=arguments or {}, version=version)
 
 
-def encode_result(request_id: int | str, result: ToolResult) -> bytes:
-    """Images first, then the text: the same blocks as :func:`server.to_mcp`."""
-    content: list[dict[str, Any]] = [{"type": "image", "data": data, "mimeType": mime} for data, mime in result.images]
-    content.append({"type": "text", "text": result.text})
-    return _encode({"jsonrpc": "2.0", "id": request_id, "result": {"content": content, "isError": result.is_error}})
+def _plain_meta(meta: object) -> bool:
+    """A handshake-era ``_meta`` the SDK accepts as it is: an object, no 2026
+    envelope, a progress token (if any) that is a string or an integer."""
+    if type(meta) is not dict or MODERN_META_KEY in meta:
+        return False
+    token = meta.get("progressToken", "")
+    return type(token) is str or type(token) is int
+
+
+def strict_body(body: bytes) -> Any:
+    """The body as the SDK's parser reads it, or ``None`` when it might read
+    it otherwise (see the module docstring)."""
+    if body.count(b"[") + body.count(b"{") >= MAX_OPENERS:
+        return None
+    try:
+        return _decode(body)
+    except msgspec.DecodeError:
+        return None
+
+
+def plain_result(result: ToolResult) -> dict[str, Any] | None:
+    """``CallToolResult`` as the SDK dumps it (images first, then the text:
+    the blocks of :func:`server.to_mcp`), when every field has its declared
+    type; ``None`` otherwise (a host tool's struct is not validated when it
+    is built, and the SDK's models would refuse or coerce it)."""
+    text: Any = result.text
+    images: Any = result.images
+    is_error: Any = result.is_error
+    if type(text) is not str or type(is_error) is not bool or type(images) is not list:
+        return None
+    content: list[dict[str, Any]] = []
+    for image in images:
+        if type(image) is not tuple and type(image) is not list:
+            return None
+        if len(image) != 2 or type(image[0]) is not str or type(image[1]) is not str:
+            return None
+        content.append({"type": "image", "data": image[0], "mimeType": image[1]})
+    content.append({"type": "text", "text": text})
+    return {"content": content, "isError": is_error}
 
 
 class FastCalls:
-    """What the gate needs to answer a :class:`ToolCall`: the catalog's call
-    and the hold on the turn's clocks (both supplied by the server)."""
+    """What the gate needs to answer a :class:`ToolCall`: the catalog's call,
+    the hold on the turn's clocks and the SDK's rules for the rare cases
+    (all supplied by the server)."""
 
     def __init__(
         self,
         call: CallTool,
         *,
         supported_versions: Collection[str],
+        rules: SdkRules,
         hold: Callable[[], contextlib.AbstractContextManager[None]] = contextlib.nullcontext,
     ) -> None:
         self.call = call
         self.supported = frozenset(supported_versions)
+        self.rules = rules
         self.hold = hold
         #: Calls answered here (the rest went to the SDK).
         self.answered = 0
 
-    def match(self, scope: Scope, body: Any) -> ToolCall | None:
-        return match(scope, body, self.supported)
+    def match(self, scope: Scope, body: bytes) -> ToolCall | None:
+        """The call in the raw ``body``, when it is one this path answers."""
+        parsed = strict_body(body)
+        return None if parsed is None else match(scope, parsed, self.supported)
 
     async def answer(self, call: ToolCall, send: Send, disconnected: trio.Event | None) -> None:
         self.answered += 1
+        # held until the answer is sent, like the SDK's whole request
         with self.hold():
-            result = await self.call(call.name, call.arguments, disconnected)
-        data = encode_result(call.id, result)
-        headers = [(b"content-type", JSON.encode()), (b"content-length", str(len(data)).encode())]
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        await send({"type": "http.response.body", "body": data, "more_body": False})
+            try:
+                result = await self.call(call.name, call.arguments, disconnected)
+            except Exception as exc:  # the SDK answers a raising handler with an error, not a 500
+                member = {"error": self.rules.handler_error(exc)}
+            else:
+                plain = plain_result(result)
+                member = {"result": plain} if plain is not None else self.rules.tool_result(result, call.version)
+            status = 200
+            try:
+                data = _encode({"jsonrpc": "2.0", "id": call.id, **member})
+            except (TypeError, ValueError) as exc:  # UnicodeEncodeError: a lone surrogate in the text
+                status, data = 500, self.rules.unencodable(exc)
+            headers = [(b"content-type", JSON.encode()), (b"content-length", str(len(data)).encode())]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": data, "more_body": False})
 
 
-__all__ = ["FastCalls", "ToolCall", "accepts_json", "content_type_is_json", "encode_result", "match"]
+__all__ = [
+    "MAX_OPENERS",
+    "FastCalls",
+    "SdkRules",
+    "ToolCall",
+    "accepts_json",
+    "content_type_is_json",
+    "match",
+    "plain_result",
+    "strict_body",
+]

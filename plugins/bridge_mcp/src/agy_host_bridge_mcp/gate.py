@@ -192,7 +192,7 @@ class BridgeGate:
         if replaced is not None:
             self.on_event("protocol-clamp", {"from": replaced, "to": self.latest})
         fast = self.fast
-        call = fast.match(scope, parsed) if fast is not None else None
+        call = fast.match(scope, body) if fast is not None else None
         if fast is not None and call is not None:
             await self._serve(receive, lambda _inner, state: fast.answer(call, send, state.disconnected))
             return

@@ -11,7 +11,9 @@ nursery: no asyncio loop, no thread for serving.
 A plain ``tools/call``, the hot path, is answered by the gate through
 :mod:`agy_host_bridge_mcp.fast_path` with this module's own logged call (the
 SDK's per-request transport costs most of a round trip); the SDK answers
-everything else.
+everything else. What that path cannot answer without the SDK's models (a
+host tool's result of the wrong types, a raising handler, a text that does
+not encode) is answered here by :class:`SdkRules` with the SDK's own code.
 
 Imported only when the bridge service starts (see
 :mod:`agy_host_bridge_mcp.service`): it is the expensive part of the bridge.
@@ -30,6 +32,7 @@ from hypercorn.config import Config as HypercornConfig
 from mcp.server.lowlevel import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
+from pydantic import ValidationError
 
 from agy_host.tools import ToolResult
 from agy_host_bridge_mcp import __version__
@@ -81,6 +84,59 @@ def logged_call(catalog: Catalog, service: BridgeService) -> CallTool:
     return call
 
 
+class SdkRules:
+    """The SDK's answers where the fast path needs them (see
+    :class:`agy_host_bridge_mcp.fast_path.SdkRules`): the same code and log
+    records as ``mcp`` 2.3's dispatcher (``_handle_request``), runner
+    (``_serialize``) and transport (``_handle_post_request``)."""
+
+    # The helpers below are the SDK's internals, imported when a rare case
+    # needs them: should a release move them, only these answers fall back to
+    # a plain internal error; the bridge itself keeps working.
+
+    def tool_result(self, result: ToolResult, version: str | None) -> dict[str, Any]:
+        try:
+            from mcp_types import methods
+        except ImportError:  # pragma: no cover - another SDK layout
+            return {"error": self._internal("Handler returned an invalid result")}
+        try:
+            model = to_mcp(result)  # in the SDK's handler: its failure is the handler's
+        except Exception as exc:
+            return {"error": self.handler_error(exc)}
+        dumped = model.model_dump(by_alias=True, mode="json", exclude_none=True)
+        try:
+            wire = methods.serialize_server_result("tools/call", version or types.DEFAULT_NEGOTIATED_VERSION, dumped)
+        except ValidationError:
+            logging.getLogger("mcp.server.runner").exception("handler for %r returned an invalid result", "tools/call")
+            error = types.ErrorData(code=types.INTERNAL_ERROR, message="Handler returned an invalid result")
+            return {"error": error.model_dump(by_alias=True, mode="json", exclude_unset=True)}
+        return {"result": wire}
+
+    def handler_error(self, exc: Exception) -> dict[str, Any]:
+        try:
+            from mcp.shared.jsonrpc_dispatcher import handler_exception_to_error_data
+        except ImportError:  # pragma: no cover - another SDK layout
+            return self._internal(str(exc))
+        error = handler_exception_to_error_data(exc)
+        if error is None:
+            logging.getLogger("mcp.shared.jsonrpc_dispatcher").error(
+                "handler for %r raised", "tools/call", exc_info=exc
+            )
+            error = types.ErrorData(code=0, message=str(exc))
+        return error.model_dump(by_alias=True, mode="json", exclude_unset=True)
+
+    @staticmethod
+    def _internal(message: str) -> dict[str, Any]:
+        error = types.ErrorData(code=types.INTERNAL_ERROR, message=message)
+        return error.model_dump(by_alias=True, mode="json", exclude_unset=True)
+
+    def unencodable(self, exc: Exception) -> bytes:
+        logging.getLogger("mcp.server.streamable_http").error("Error handling POST request", exc_info=exc)
+        error = types.ErrorData(code=types.INTERNAL_ERROR, message="Error handling POST request")
+        body = types.JSONRPCError(jsonrpc="2.0", id=None, error=error)
+        return body.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
 def build_server(catalog: Catalog, service: BridgeService) -> Server[Any]:
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         entries = catalog.entries()
@@ -110,7 +166,10 @@ async def serve(service: BridgeService, sock: socket.socket) -> None:
         manager = StreamableHTTPSessionManager(app=build_server(catalog, service), json_response=True, stateless=True)
         fast = (
             FastCalls(
-                logged_call(catalog, service), supported_versions=HANDSHAKE_PROTOCOL_VERSIONS, hold=service.holding
+                logged_call(catalog, service),
+                supported_versions=HANDSHAKE_PROTOCOL_VERSIONS,
+                rules=SdkRules(),
+                hold=service.holding,
             )
             if FAST_CALLS
             else None
@@ -146,4 +205,4 @@ async def serve(service: BridgeService, sock: socket.socket) -> None:
             logger.propagate = True
 
 
-__all__ = ["FAST_CALLS", "build_server", "logged_call", "serve", "to_mcp"]
+__all__ = ["FAST_CALLS", "SdkRules", "build_server", "logged_call", "serve", "to_mcp"]
