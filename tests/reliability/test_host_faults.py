@@ -62,12 +62,15 @@ def test_sigkill_mid_write_never_corrupts_the_session_store(tmp_path: Path) -> N
     assert warnings == []  # readable as a store: nothing moved aside
     assert 0 < len(store) <= 50 and all(b.agent == "x" * 20_000 for b in store.all().values())
     assert not list(tmp_path.glob(f"{STORE_FILE}.corrupt-*"))
-    # a temp a kill stranded (when one landed between mkstemp and replace; the
-    # sweep itself is pinned down in core/tests/test_fsutil.py) goes with the next write
-    for temp in tmp_path.glob(f".{STORE_FILE}.*.tmp"):
+    # a temp a kill stranded goes with the next process's first write; the
+    # kill lands between mkstemp and replace only sometimes, so one is always
+    # planted too (the sweep itself is pinned down in core/tests/test_fsutil.py)
+    (tmp_path / f".{STORE_FILE}.planted.tmp").write_bytes(b'{"version": 1, "bind')
+    stranded = list(tmp_path.glob(f".{STORE_FILE}.*.tmp"))
+    for temp in stranded:
         os.utime(temp, (0, 0))
     store.set("after", SessionBinding(conversation_id="c"))
-    assert not list(tmp_path.glob(f".{STORE_FILE}.*.tmp"))
+    assert stranded and not list(tmp_path.glob(f".{STORE_FILE}.*.tmp"))
 
 
 def test_sigkill_mid_write_never_corrupts_the_config(tmp_path: Path) -> None:
