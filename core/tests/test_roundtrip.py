@@ -289,7 +289,7 @@ async def test_leaving_answers_every_waiting_call() -> None:
     assert target.unparks == 0  # the driver is going away too: nothing to unpark
 
 
-async def test_holding_pauses_the_active_turns_clocks_and_nests_with_parks(
+async def test_holding_stops_inactivity_keeps_the_deadline_and_nests_with_parks(
     rt_target: tuple[RoundTrips, Target], autojump_clock: trio.testing.MockClock
 ) -> None:
     from agy_host.timers import TurnTimers
@@ -302,13 +302,15 @@ async def test_holding_pauses_the_active_turns_clocks_and_nests_with_parks(
         with timers.scope:
             timers.arm()
             with rt.holding():  # the bridge works for the agent for 10 s
-                assert timers.parked
+                assert not timers.parked
                 await trio.sleep(10)
-            assert not timers.parked and timers.fired is None, "a host-side wait is not the agent's silence"
-            assert timers.remaining() == pytest.approx(100), "held time does not count against the deadline"
+            assert timers.fired is None, "a host-side wait is not the agent's silence"
+            assert timers.remaining() == pytest.approx(90), "the overall deadline keeps running"
             with rt.holding():
                 timers.pause()  # a park inside the hold
             assert timers.parked, "the park outlives the hold"
+            await trio.sleep(10)
+            assert timers.fired is None and timers.remaining() == pytest.approx(90), "a park pauses both"
             timers.resume()
             await trio.sleep(10)
         timers.stop()

@@ -63,6 +63,36 @@ async def test_output_keeps_inactivity_away_but_not_the_deadline(autojump_clock:
     assert timers.expired() == "deadline"
 
 
+async def test_a_hold_stops_inactivity_but_not_the_deadline(autojump_clock: trio.testing.MockClock) -> None:
+    # The bridge holds the clock while it serves the agent: a request that
+    # never ends must still meet the turn's overall cap.
+    async def served_forever(t: TurnTimers) -> None:
+        t.hold()
+        await trio.sleep_forever()
+
+    timers = TurnTimers(overall_s=60, inactivity_s=5)
+    took = await _run_turn(timers, served_forever)
+    assert took == pytest.approx(60)
+    assert timers.expired() == "deadline"
+
+
+async def test_silence_is_counted_from_the_last_release(autojump_clock: trio.testing.MockClock) -> None:
+    async def held_twice_then_silent(t: TurnTimers) -> None:
+        t.hold()
+        t.hold()  # nested: two requests in flight
+        await trio.sleep(20)
+        t.release()
+        await trio.sleep(20)  # still held by the other one
+        t.release()
+        t.release()  # an extra release is a no-op
+        await trio.sleep_forever()
+
+    timers = TurnTimers(overall_s=0, inactivity_s=5)
+    took = await _run_turn(timers, held_twice_then_silent)
+    assert 40 + 5 <= took <= 40 + 5 * 9 / 8
+    assert timers.expired() == "inactivity"
+
+
 async def test_pause_keeps_the_remaining_budget(autojump_clock: trio.testing.MockClock) -> None:
     seen: dict[str, float] = {}
 

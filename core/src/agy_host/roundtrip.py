@@ -203,8 +203,9 @@ class RoundTrips:
     @contextlib.contextmanager
     def holding(self) -> Iterator[None]:
         """While the bridge serves the agent (any request in flight, or its
-        one-time start-up on the first connection), the active turn's clocks
-        are held: the agent is waiting on the host, which is not silence."""
+        one-time start-up on the first connection), the active turn's
+        inactivity clock is held: the agent is waiting on the host, which is
+        not silence (the overall deadline keeps running)."""
         target = self._target
         handle = target.active_handle() if target is not None and not self.closed else None
         if handle is None:

@@ -10,6 +10,11 @@ may take minutes to answer. Pausing therefore
   resumed turn never gets a fresh cap and a nested park never recomputes
   against a stale instant (a bug the original shipped once).
 
+A *hold* (:meth:`TurnTimers.hold`) is lighter: while the host serves the
+agent (the bridge answering a request), the agent is waiting, not silent, so
+the inactivity clock stops; the overall deadline keeps running, so no request
+that never finishes can keep a turn alive past its cap.
+
 The overall deadline is the ``deadline`` of a trio cancel scope that the
 engine wraps around the turn's work. Inactivity is watched by a small task
 (:meth:`TurnTimers.watch`) rather than by moving the scope's deadline on every
@@ -49,6 +54,7 @@ class TurnTimers:
         self._armed = False
         self._stopped = False
         self._parks = 0
+        self._holds = 0
         self._remaining = overall_s if overall_s > 0 else math.inf
         self._deadline: float | None = None
         self._last = 0.0
@@ -117,6 +123,21 @@ class TurnTimers:
             self.scope.deadline = self._deadline
         self._poke()
 
+    def hold(self) -> None:
+        """The host is working for the agent: stop the inactivity clock only."""
+        self._holds += 1
+        self._poke()
+
+    def release(self) -> None:
+        """End a hold; after the last one, silence is counted from now."""
+        if self._holds == 0:
+            return
+        self._holds -= 1
+        if self._holds == 0:
+            self._last = trio.current_time()
+            self._touched = False
+        self._poke()
+
     def stop(self) -> None:
         """The turn is over; the watcher exits."""
         self._stopped = True
@@ -142,7 +163,7 @@ class TurnTimers:
             return
         step = self.inactivity_s / 8
         while not self._stopped:
-            if not self._armed or self._parks > 0:
+            if not self._armed or self._parks > 0 or self._holds > 0:
                 await self._changed.wait()
                 self._touched = False
                 continue

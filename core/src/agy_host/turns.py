@@ -175,18 +175,19 @@ class TurnHandle:
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
-        """Pause the turn's deadline and inactivity clocks while the host works
-        for the agent (the agent is waiting on the host, not silent). Nests
-        with parks: the clocks run again once every hold and park is over."""
+        """Stop the turn's inactivity clock while the host works for the agent
+        (the agent is waiting on the host, not silent). The overall deadline
+        keeps running: a request that never ends cannot keep the turn alive
+        past its cap. Nests with parks and other holds."""
         timers = self._timers
         if timers is None or self._closed:
             yield
             return
-        timers.pause()
+        timers.hold()
         try:
             yield
         finally:
-            timers.resume()
+            timers.release()
 
     # -- consumer --------------------------------------------------------------
 

@@ -179,7 +179,7 @@ def plain_result(result: ToolResult) -> dict[str, Any] | None:
 
 class FastCalls:
     """What the gate needs to answer a :class:`ToolCall`: the catalog's call,
-    the hold on the turn's clocks and the SDK's rules for the rare cases
+    the hold on the turn's inactivity clock and the SDK's rules for the rare cases
     (all supplied by the server)."""
 
     def __init__(

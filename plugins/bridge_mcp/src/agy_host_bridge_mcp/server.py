@@ -177,7 +177,7 @@ async def serve(service: BridgeService, sock: socket.socket) -> None:
         service.fast = fast
 
         async def held(scope: Any, receive: Any, send: Any) -> None:
-            # the agent waits on its answer: its turn's clocks do not run
+            # the agent waits on its answer: its turn's inactivity clock does not run
             with service.holding():
                 await manager.handle_request(scope, receive, send)
 

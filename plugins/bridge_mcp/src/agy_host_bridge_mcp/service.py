@@ -13,7 +13,7 @@ Start-up is split so the agent never waits for Python imports:
    waits in the listen backlog meanwhile. This thread is the only one the
    bridge uses, and only because a synchronous import would stall every
    other task on the host loop (the agent's JSON-RPC reader among them).
-   The running turn's clocks are held meanwhile (and during every request
+   The running turn's inactivity clock is held meanwhile (and during every request
    after it, see :meth:`BridgeService.holding`): the agent is waiting on the
    host, and a slow import on a busy machine must not read as the agent's
    silence.
@@ -89,7 +89,7 @@ class BridgeService:
         return McpServerSpec(name=SERVER_NAME, url=url, type="http", headers={TOKEN_HEADER: self.token})
 
     def holding(self) -> contextlib.AbstractContextManager[None]:
-        """Hold the active turn's clocks while the bridge works for the agent."""
+        """Hold the active turn's inactivity clock while the bridge works for the agent."""
         roundtrips = self.ctx.roundtrips if self.ctx is not None else None
         return roundtrips.holding() if roundtrips is not None else contextlib.nullcontext()
 
