@@ -14,7 +14,7 @@ import trio
 
 from agy_host.roundtrip import DISCONNECTED
 from agy_host.tools import ToolResult
-from agy_host_bridge_mcp import fast_path, server
+from agy_host_bridge_mcp import fast_path, gate, server
 from agy_host_bridge_mcp.testing import Bridge, host_tool, mcp_client, running_bridge
 
 PNG = "iVBORw0KGgo="
@@ -276,10 +276,11 @@ def test_match_is_strict_about_what_it_answers() -> None:
     assert fast_path.match(unknown, call(), versions) is None  # the gate clamps it before asking
 
 
-def test_strict_body_leaves_what_the_sdks_parser_reads_otherwise() -> None:
-    assert fast_path.strict_body(_PLAIN.encode()) == call(arguments={"a": 1})
+def test_only_a_strict_body_may_take_the_fast_path() -> None:
+    assert gate.read_json(_PLAIN.encode()) == (call(arguments={"a": 1}), True)
     for case, body in RAW.items():
-        assert fast_path.strict_body(body) is None, case
+        strict = gate.read_json(body)[1]  # still JSON to the gate (no ValueError)
+        assert strict is False, case
 
 
 @pytest.mark.parametrize(

@@ -17,11 +17,9 @@ shape is small, so the gate answers the plain case itself:
 * headers the SDK would accept in that mode: ``Content-Type`` is JSON (both
   of its checks), ``Accept`` allows JSON, and ``MCP-Protocol-Version`` is
   absent or a handshake-era version it serves;
-* a body the SDK's own parser reads the same way: strict UTF-8 JSON
-  (``msgspec``: a BOM, UTF-16, ``NaN`` or a lone surrogate escape, on which
-  the gate's ``json`` and the SDK's parser disagree, is left to the SDK) with
-  fewer than :data:`MAX_OPENERS` ``[``/``{`` bytes (that parser refuses about
-  200 levels of nesting).
+* a *strict* body (:func:`agy_host_bridge_mcp.gate.read_json`, which the
+  gate reads once for both paths): UTF-8 JSON the SDK's own parser reads the
+  same way.
 
 Anything else goes to the SDK unchanged, so the SDK stays the authority on
 everything this module does not know. The answer is the one the SDK gives
@@ -45,7 +43,7 @@ import msgspec
 import trio
 
 from agy_host.tools import ToolResult
-from agy_host_bridge_mcp.gate import MODERN_META_KEY
+from agy_host_bridge_mcp.gate import MODERN_META_KEY, header
 
 Scope = MutableMapping[str, Any]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -55,11 +53,7 @@ CallTool = Callable[[str, dict[str, Any], "trio.Event | None"], Awaitable[ToolRe
 REQUEST_KEYS = frozenset({"jsonrpc", "id", "method", "params"})
 PARAM_KEYS = frozenset({"name", "arguments", "_meta"})
 JSON = "application/json"
-#: Bodies with this many ``[``/``{`` bytes or more go to the SDK: its parser
-#: refuses about 200 levels of nesting, and fewer openers than that cannot nest deeper.
-MAX_OPENERS = 128
 _encode = msgspec.json.Encoder().encode
-_decode = msgspec.json.Decoder().decode
 
 
 class ToolCall(msgspec.Struct, frozen=True):
@@ -86,13 +80,6 @@ class SdkRules(Protocol):
     def unencodable(self, exc: Exception) -> bytes:
         """The body of the SDK's 500 when the response could not be encoded."""
         ...
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope.get("headers", []):
-        if key == name:
-            return bytes(value).decode("latin-1")
-    return None
 
 
 def accepts_json(accept: str | None) -> bool:
@@ -128,10 +115,10 @@ def match(scope: Scope, body: Any, supported_versions: Collection[str]) -> ToolC
         return None
     if "_meta" in params and not _plain_meta(params["_meta"]):
         return None
-    version = _header(scope, b"mcp-protocol-version")
+    version = header(scope, b"mcp-protocol-version")
     if version is not None and version not in supported_versions:
         return None
-    if not content_type_is_json(_header(scope, b"content-type")) or not accepts_json(_header(scope, b"accept")):
+    if not content_type_is_json(header(scope, b"content-type")) or not accepts_json(header(scope, b"accept")):
         return None
     return ToolCall(id=request_id, name=name, arguments=arguments or {}, version=version)
 
@@ -143,17 +130,6 @@ def _plain_meta(meta: object) -> bool:
         return False
     token = meta.get("progressToken", "")
     return type(token) is str or type(token) is int
-
-
-def strict_body(body: bytes) -> Any:
-    """The body as the SDK's parser reads it, or ``None`` when it might read
-    it otherwise (see the module docstring)."""
-    if body.count(b"[") + body.count(b"{") >= MAX_OPENERS:
-        return None
-    try:
-        return _decode(body)
-    except msgspec.DecodeError:
-        return None
 
 
 def plain_result(result: ToolResult) -> dict[str, Any] | None:
@@ -197,10 +173,9 @@ class FastCalls:
         #: Calls answered here (the rest went to the SDK).
         self.answered = 0
 
-    def match(self, scope: Scope, body: bytes) -> ToolCall | None:
-        """The call in the raw ``body``, when it is one this path answers."""
-        parsed = strict_body(body)
-        return None if parsed is None else match(scope, parsed, self.supported)
+    def match(self, scope: Scope, body: Any) -> ToolCall | None:
+        """The call in the (strict) parsed ``body``, when it is one this path answers."""
+        return match(scope, body, self.supported)
 
     async def answer(self, call: ToolCall, send: Send, disconnected: trio.Event | None) -> None:
         self.answered += 1
@@ -224,7 +199,6 @@ class FastCalls:
 
 
 __all__ = [
-    "MAX_OPENERS",
     "FastCalls",
     "SdkRules",
     "ToolCall",
@@ -232,5 +206,4 @@ __all__ = [
     "content_type_is_json",
     "match",
     "plain_result",
-    "strict_body",
 ]

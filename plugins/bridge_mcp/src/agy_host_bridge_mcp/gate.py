@@ -38,6 +38,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+import msgspec
 import trio
 
 if TYPE_CHECKING:
@@ -49,6 +50,11 @@ PROTOCOL_HEADER = b"mcp-protocol-version"
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 #: The envelope key of the 2026 per-request protocol (``params._meta``).
 MODERN_META_KEY = "io.modelcontextprotocol/protocolVersion"
+#: A body with this many ``[``/``{`` bytes or more is not *strict* (see
+#: :func:`read_json`): the SDK's parser refuses about 200 levels of nesting,
+#: and fewer openers than that cannot nest deeper.
+MAX_STRICT_OPENERS = 128
+_strict_decode = msgspec.json.Decoder().decode
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -69,11 +75,26 @@ class RequestState:
 REQUEST: contextvars.ContextVar[RequestState | None] = contextvars.ContextVar("agy_host_bridge_request", default=None)
 
 
-def _header(scope: Scope, name: bytes) -> str | None:
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first ``name`` header of the request (names are lower case in ASGI)."""
     for key, value in scope.get("headers", []):
         if key == name:
             return bytes(value).decode("latin-1")
     return None
+
+
+def read_json(body: bytes) -> tuple[Any, bool]:
+    """The body's JSON, read once, and whether it is *strict*: UTF-8 JSON that
+    the SDK's own parser reads the same way (no BOM, UTF-16, ``NaN``, lone
+    surrogate escape, nor deep nesting, on which ``json`` and that parser
+    disagree). Only a strict body may take the fast path. Raises
+    ``ValueError`` when the body is not JSON at all."""
+    if body.count(b"[") + body.count(b"{") < MAX_STRICT_OPENERS:
+        try:
+            return _strict_decode(body), True
+        except msgspec.DecodeError:
+            pass
+    return json.loads(body), False
 
 
 def host_is_loopback(value: str | None, port: int | None) -> bool:
@@ -119,7 +140,7 @@ async def respond(send: Send, status: int, body: dict[str, Any], *, close: bool 
 def clamp_protocol_version(scope: Scope, body: Any, supported: frozenset[str], latest: str) -> str | None:
     """Rewrite an unknown ``MCP-Protocol-Version`` of a handshake-era request
     to ``latest``; returns the version that was replaced, if any."""
-    given = _header(scope, PROTOCOL_HEADER)
+    given = header(scope, PROTOCOL_HEADER)
     if given is None or given in supported:
         return None
     if isinstance(body, dict):
@@ -170,13 +191,13 @@ class BridgeGate:
         if scope.get("method") != "POST":
             await respond(send, 405, {"error": "method not allowed"})
             return
-        host = _header(scope, b"host")
-        origin = _header(scope, b"origin")
+        host = header(scope, b"host")
+        origin = header(scope, b"origin")
         if not host_is_loopback(host, self.port) or (origin is not None and not origin_is_loopback(origin)):
             self.on_event("foreign-origin", {"host": host or "", "origin": origin or ""})
             await respond(send, 403, {"error": "forbidden"})
             return
-        if not token_matches(_header(scope, TOKEN_HEADER.encode()), self.token):
+        if not token_matches(header(scope, TOKEN_HEADER.encode()), self.token):
             self.on_event("unauthorized", {"path": path})
             await respond(send, 403, {"error": "forbidden"})
             return
@@ -184,7 +205,7 @@ class BridgeGate:
         if body is None:
             return
         try:
-            parsed = json.loads(body)
+            parsed, strict = read_json(body)
         except (ValueError, UnicodeDecodeError):
             await respond(send, 400, {"error": "invalid json"})
             return
@@ -192,7 +213,7 @@ class BridgeGate:
         if replaced is not None:
             self.on_event("protocol-clamp", {"from": replaced, "to": self.latest})
         fast = self.fast
-        call = fast.match(scope, body) if fast is not None else None
+        call = fast.match(scope, parsed) if fast is not None and strict else None
         if fast is not None and call is not None:
             await self._serve(receive, lambda _inner, state: fast.answer(call, send, state.disconnected))
             return
@@ -208,7 +229,7 @@ class BridgeGate:
                 return
 
     async def _read_body(self, scope: Scope, receive: Receive, send: Send) -> bytes | None:
-        declared = _header(scope, b"content-length")
+        declared = header(scope, b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.body_cap:
             self.on_event("too-large", {"declared": int(declared)})
             await respond(send, 413, {"error": "payload too large"}, close=True)
@@ -270,7 +291,9 @@ __all__ = [
     "BridgeGate",
     "RequestState",
     "clamp_protocol_version",
+    "header",
     "host_is_loopback",
     "origin_is_loopback",
+    "read_json",
     "token_matches",
 ]

@@ -137,7 +137,9 @@ class SdkRules:
         return body.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
-def build_server(catalog: Catalog, service: BridgeService) -> Server[Any]:
+def build_server(catalog: Catalog, service: BridgeService, call: CallTool) -> Server[Any]:
+    """The SDK's server; ``call`` is the logged call it shares with the fast path."""
+
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         entries = catalog.entries()
         service.log.add("list-tools", count=len(entries))
@@ -148,7 +150,7 @@ def build_server(catalog: Catalog, service: BridgeService) -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         args = params.arguments if isinstance(params.arguments, dict) else {}
         state = REQUEST.get()
-        return to_mcp(await logged_call(catalog, service)(params.name, args, state.disconnected if state else None))
+        return to_mcp(await call(params.name, args, state.disconnected if state else None))
 
     return Server("agy-host-bridge", version=__version__, on_list_tools=list_tools, on_call_tool=call_tool)
 
@@ -163,10 +165,13 @@ async def serve(service: BridgeService, sock: socket.socket) -> None:
         logger.propagate = False
     try:
         catalog = service.catalog()
-        manager = StreamableHTTPSessionManager(app=build_server(catalog, service), json_response=True, stateless=True)
+        call = logged_call(catalog, service)
+        manager = StreamableHTTPSessionManager(
+            app=build_server(catalog, service, call), json_response=True, stateless=True
+        )
         fast = (
             FastCalls(
-                logged_call(catalog, service),
+                call,
                 supported_versions=HANDSHAKE_PROTOCOL_VERSIONS,
                 rules=SdkRules(),
                 hold=service.holding,
