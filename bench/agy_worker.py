@@ -80,13 +80,7 @@ def _host(tmp: Path, agent: list[str]) -> Host:
         XDG_CACHE_HOME=str(tmp / "cache"),
         AGY_HOST_ENGINE="acp",
     )
-    host = Host(env=env, agent=shlex.join(agent), warn=lambda m: print(f"warning: {m}", file=sys.stderr))
-    # as `agy-host run` does when it starts its services: built-in plugins
-    # read this config instead of reading the file at every turn
-    from agy_host.builtins.config_capture import use_config
-
-    use_config(host.config)
-    return host
+    return Host(env=env, agent=shlex.join(agent), warn=lambda m: print(f"warning: {m}", file=sys.stderr))
 
 
 def _renderer(kind: str, devnull: IO[str]) -> Any:

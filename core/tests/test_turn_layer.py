@@ -8,12 +8,15 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import msgspec
 import pytest
 import trio
 import trio.testing
 from engines.echo_engine import EchoDriver, EchoPlugin
 
 from agy_host import hookimpl
+from agy_host.builtins.transcripts import transcript_path
+from agy_host.config import Config, TranscriptsConfig
 from agy_host.events import (
     Notice,
     PermissionAnswered,
@@ -72,7 +75,9 @@ def make_host(agy_host_home: Any, echo_plugin: EchoPlugin) -> Callable[..., Host
 
 
 @contextlib.asynccontextmanager
-async def harness(host: Host, sink: Callable[[Any], None] | None = None) -> AsyncIterator[Harness]:
+async def harness(
+    host: Host, sink: Callable[[Any], None] | None = None, config: Config | None = None
+) -> AsyncIterator[Harness]:
     engine = host.load_engine()
     events: list[Any] = []
 
@@ -87,7 +92,7 @@ async def harness(host: Host, sink: Callable[[Any], None] | None = None) -> Asyn
             driver=driver,
             store=host.store,
             plugins=host.plugins,
-            config=host.config,
+            config=config or host.config,
             sink=record,
             warn=host.warn,
         )
@@ -116,6 +121,20 @@ async def test_text_streams_and_the_binding_is_stored(make_host: Callable[..., H
     assert binding.conversation_id == result.conversation_id == end.conversation_id
     assert (binding.engine, binding.agent, binding.cwd) == ("echo", "echo", "/work")
     assert binding.updated_at.endswith("Z")
+
+
+async def test_built_in_plugins_follow_the_layers_own_config(make_host: Callable[..., Host]) -> None:
+    # A turn layer driven from Python with its own config: the built-ins
+    # (transcripts here) read that config during its turns, not the file's.
+    host = make_host()
+    assert host.config.transcripts.enabled
+    quiet = msgspec.structs.replace(host.config, transcripts=TranscriptsConfig(enabled=False))
+    async with harness(host, config=quiet) as h:
+        assert (await h.run("hi", session="quiet")).exit_code == 0
+    async with harness(host) as h:
+        assert (await h.run("hi", session="kept")).exit_code == 0
+    assert not transcript_path("quiet").exists()
+    assert transcript_path("kept").exists()
 
 
 async def test_a_bound_session_resumes_its_conversation(

@@ -15,12 +15,14 @@ because its round-trip timings belong to core (:mod:`agy_host.roundtrip`).
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 import math
 import os
 import tomllib
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -468,6 +470,28 @@ def to_toml(cfg: Config) -> str:
     return tomli_w.dumps(data)
 
 
+#: The config of the turn this task is running (set by the turn layer for the
+#: length of a turn): what built-in plugins read, so a turn layer driven from
+#: Python with its own config is seen by them as it is, and no hook reads the
+#: file again at every turn.
+_IN_USE: contextvars.ContextVar[Config | None] = contextvars.ContextVar("agy_host_config_in_use", default=None)
+
+
+@contextlib.contextmanager
+def using(config: Config) -> Iterator[None]:
+    """Make ``config`` the one :func:`in_use` returns in this task, until the block ends."""
+    token = _IN_USE.set(config)
+    try:
+        yield
+    finally:
+        _IN_USE.reset(token)
+
+
+def in_use() -> Config | None:
+    """The config of the turn running in this task, if any (see :func:`using`)."""
+    return _IN_USE.get()
+
+
 __all__ = [
     "ENV_OVERRIDES",
     "AcpConfig",
@@ -483,9 +507,11 @@ __all__ = [
     "TurnConfig",
     "coerce_value",
     "config_path",
+    "in_use",
     "load",
     "narrow",
     "set_value",
     "state_dir",
     "to_toml",
+    "using",
 ]

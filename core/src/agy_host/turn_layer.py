@@ -25,11 +25,13 @@ back as a late-delivery prompt at the start of the next fresh turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import trio
 
+from agy_host import config as config_mod
 from agy_host.events import (
     BridgeCallActivity,
     ErrorKind,
@@ -61,6 +63,24 @@ if TYPE_CHECKING:
 NO_TURN_RUNNING = "tool result arrived but no turn is running"
 
 EventSink = Callable[[HostEvent], None]
+
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _with_own_config(
+    method: Callable[Concatenate[TurnLayer, _P], Awaitable[_R]],
+) -> Callable[Concatenate[TurnLayer, _P], Awaitable[_R]]:
+    """Run a turn entry point with the layer's config as the one built-in
+    plugins read (:func:`agy_host.config.using`)."""
+
+    @functools.wraps(method)
+    async def bound(layer: TurnLayer, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with config_mod.using(layer.config):
+            return await method(layer, *args, **kwargs)
+
+    return bound
 
 
 class TurnLayer:
@@ -147,6 +167,7 @@ class TurnLayer:
 
     # -- running ---------------------------------------------------------------------
 
+    @_with_own_config
     async def run_turn(
         self,
         session: str,
@@ -221,6 +242,7 @@ class TurnLayer:
             self.emit(started_notice)
         return await self._read(turn)
 
+    @_with_own_config
     async def continue_turn(self) -> TurnResult:
         """Re-enter the parked turn after its host tool result was delivered."""
         turn = self._turn
@@ -250,6 +272,7 @@ class TurnLayer:
             self.driver.kick_idle()
         return await self._read(turn)
 
+    @_with_own_config
     async def resolve_tool_use(self, tools: Mapping[str, HostTool], sinks: Sequence[ToolResultSink]) -> TurnResult:
         """Run the host tool the parked turn asked for, hand its result to the
         first sink that knows the call, and continue the turn.
