@@ -159,7 +159,7 @@ class SessionStore:
         signature = self._signature()
         known = self._known
         if signature is not None and known is not None and known[0] == signature:
-            return _Narrowed(bindings=dict(known[1]))
+            return _Narrowed(bindings=known[1])  # callers copy before they change it
         self._known = None
         try:
             data = self.path.read_bytes()
@@ -181,7 +181,7 @@ class SessionStore:
         if signature is not None and not narrowed.lossy:
             # the signature was taken before the read: a change in between
             # only makes the next write read the file again
-            self._known = (signature, dict(narrowed.bindings))
+            self._known = (signature, narrowed.bindings)
         return narrowed
 
     def _signature(self) -> tuple[int, int, int, int] | None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -40,15 +41,18 @@ MAX_ATTEMPTS = 5
 #: A line longer than this is cut (a paste gone wrong must not grow memory).
 MAX_LINE = 64 * 1024
 
-_LOCK: list[trio.lowlevel.RunVar[trio.Lock]] = []  # made on the first question
+@functools.cache
+def _lock_var() -> trio.lowlevel.RunVar[trio.Lock]:
+    """The per-run lock's variable, made on the first question."""
+    import trio
+
+    return trio.lowlevel.RunVar("agy_host_terminal_lock")
 
 
 def _question_lock() -> trio.Lock:
     import trio
 
-    if not _LOCK:
-        _LOCK.append(trio.lowlevel.RunVar("agy_host_terminal_lock"))
-    var = _LOCK[0]
+    var = _lock_var()
     try:
         return var.get()
     except LookupError:
