@@ -41,6 +41,7 @@ MAX_ATTEMPTS = 5
 #: A line longer than this is cut (a paste gone wrong must not grow memory).
 MAX_LINE = 64 * 1024
 
+
 @functools.cache
 def _lock_var() -> trio.lowlevel.RunVar[trio.Lock]:
     """The per-run lock's variable, made on the first question."""
