@@ -316,3 +316,21 @@ def test_render_diff_is_firstresult_and_survives_a_broken_plugin() -> None:
     calls.clear()
     assert plugins.render_diff(card, "/") == "from first"
     assert calls == ["first"], "the others are not asked"
+
+
+@pytest.mark.parametrize("renderer", ["plain", "rich", "json", "quiet"])
+def test_only_renderers_that_draw_diffs_ask_for_a_baseline(renderer: str, bound: Callable[[bool], None]) -> None:
+    """A diff plugin takes its per-turn baseline only when ``diffs_wanted()``:
+    the plain and rich renderers draw diffs, json and quiet do not."""
+    from agy_host.builtins.renderers import agy_host_register_renderers
+
+    factories: dict[str, Any] = {}
+    agy_host_register_renderers(factories.__setitem__)
+    bound(True)
+    assert not render_context.diffs_wanted()
+    factories[renderer](RenderOptions(stream=io.StringIO()))
+    assert render_context.diffs_wanted() is (renderer in ("plain", "rich"))
+    render_context.bind(None)
+    assert not render_context.diffs_wanted(), "a finished command forgets it"
+    render_context.want_diffs()
+    assert not render_context.diffs_wanted(), "with no plugin manager bound nobody can render one"

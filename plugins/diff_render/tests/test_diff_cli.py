@@ -129,3 +129,38 @@ def test_stream_json_edit_is_diffed_against_git(env: dict[str, str], repo: Path,
     assert proc.returncode == 0, proc.stderr
     changed = [line for line in proc.stderr.splitlines() if line.startswith(("  -", "  +")) and "│" in line]
     assert changed == ["  -2   │     print('hi')", "  +  2 │     print('hello')"], proc.stderr
+
+
+def logging_git(tmp_path: Path, env: dict[str, str]) -> tuple[dict[str, str], Path]:
+    """A ``git`` first on ``PATH`` that logs its arguments, then runs the real one."""
+    import shutil
+
+    real = shutil.which("git", path=env.get("PATH"))
+    assert real is not None
+    bin_dir = tmp_path / "logging-bin"
+    bin_dir.mkdir()
+    log = tmp_path / "git.log"
+    wrapper = bin_dir / "git"
+    wrapper.write_text(f'#!/bin/sh\necho "$*" >> "{log}"\nexec "{real}" "$@"\n')
+    wrapper.chmod(0o755)
+    return env | {"PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"}, log
+
+
+@pytest.mark.skipif("stream-json" not in ENGINES, reason="the stream-json engine is not installed")
+def test_no_baseline_is_taken_when_no_renderer_draws_diffs(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
+    """``--format json`` draws no diffs, so the turn start runs no ``git``;
+    ``--format plain`` (which draws them) does, on the same turn."""
+    from agy_host.testing.fake_agy import make_fake_agy
+
+    scenario = {"turns": [[{"say": "nothing to edit"}]]}
+    agy = make_fake_agy(tmp_path / "fake-agy", scenario)
+    logged, log = logging_git(tmp_path, env)
+    base = logged | agy.env | {"AGY_HOST_ENGINE": "stream-json"}
+
+    as_json = run(base, repo, "--format", "json", "go")
+    assert as_json.returncode == 0, as_json.stderr
+    assert not log.exists() or "status" not in log.read_text(), log.read_text()
+
+    plain = run(base, repo, "--format", "plain", "go")
+    assert plain.returncode == 0, plain.stderr
+    assert "status --porcelain=v1" in log.read_text(), "the plain renderer draws diffs: its turn takes a baseline"

@@ -8,6 +8,12 @@ plugin manager, so the CLI binds it here once (:func:`bind`, called where
 :func:`render_diff`. Nothing bound (a renderer used on its own, in a test)
 means no diffs: renderers fall back to the ``[edit: PATH]`` label, which is
 also what users without the diff plugin see.
+
+A renderer that draws diffs says so when it is built (:func:`want_diffs`).
+Taking a diff's "before" side costs work at every turn start (the diff
+plugin's ``git status`` or directory snapshot), so it is only done when
+somebody will draw a diff: not for ``--format json`` or ``quiet``, and not
+for a program driving turns from Python with no renderer at all.
 """
 
 from __future__ import annotations
@@ -21,14 +27,30 @@ if TYPE_CHECKING:
 
 _plugins: Plugins | None = None
 _cwd: str | None = None
+_diffs = False
 
 
 def bind(plugins: Plugins | None, cwd: str | None = None) -> None:
     """Make ``plugins`` the one renderers ask; ``cwd`` is the agent's working
-    directory when the command knows it (``chat --cwd``), else the process's."""
-    global _plugins, _cwd
+    directory when the command knows it (``chat --cwd``), else the process's.
+    Binding starts afresh: renderers are built after it, and say again
+    whether they draw diffs (:func:`want_diffs`)."""
+    global _plugins, _cwd, _diffs
     _plugins = plugins
     _cwd = cwd
+    _diffs = False
+
+
+def want_diffs() -> None:
+    """A renderer that will ask :func:`render_diff` calls this when it is built."""
+    global _diffs
+    _diffs = True
+
+
+def diffs_wanted() -> bool:
+    """Whether a renderer of this command will ask for diffs (a diff plugin
+    takes its per-turn baseline only then)."""
+    return _diffs and _plugins is not None
 
 
 def bound() -> Plugins | None:
@@ -46,4 +68,4 @@ def render_diff(card: ToolCard) -> str | None:
     return _plugins.render_diff(card, cwd())
 
 
-__all__ = ["bind", "bound", "cwd", "render_diff"]
+__all__ = ["bind", "bound", "cwd", "diffs_wanted", "render_diff", "want_diffs"]

@@ -106,6 +106,7 @@ class RichRenderer:
         from rich.console import Console
 
         self.console = console or Console(file=opts.stream, highlight=False, emoji=False)
+        render_context.want_diffs()
         self.out = self.console.file
         self.verbose = opts.verbose
         self._clock = clock

@@ -71,6 +71,7 @@ class TextRenderer:
         self.err = err or sys.stderr
         self.verbose = opts.verbose
         self._at_line_start = True
+        render_context.want_diffs()
         self._session = ""
         #: Last status printed per tool call: agents resend the same call, and a
         #: plain-text card is "updated in place" by not printing it again.

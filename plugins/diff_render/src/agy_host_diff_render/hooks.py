@@ -3,7 +3,9 @@
 ``agy_host_prompt_parts`` is the turn-start signal: the turn layer calls it
 before the engine sends the prompt, so the agent cannot have touched a file
 yet, and it carries the turn's working directory (``TurnStarted`` comes
-after the engine started the turn, and has no cwd). It contributes no parts.
+after the engine started the turn, and has no cwd). It contributes no parts,
+and takes the baseline only when a renderer of this command draws diffs
+(``render_context.diffs_wanted``).
 ``agy_host_render_event`` notes each edit card's file the first time it
 appears, for files no snapshot covered. ``agy_host_render_diff`` answers
 the renderers.
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agy_host import hookimpl
+from agy_host.builtins import render_context
 from agy_host.events import HostEvent, ToolCard
 from agy_host_diff_render.baseline import Baseline, read_text
 from agy_host_diff_render.unified import unified_diff
@@ -98,7 +101,13 @@ def renderer() -> DiffRenderer:
 
 @hookimpl(trylast=True)
 def agy_host_prompt_parts(turn: PromptContext) -> list[PromptPart] | None:
-    _renderer.turn_started(turn.cwd)
+    if render_context.diffs_wanted():
+        _renderer.turn_started(turn.cwd)
+    else:
+        # Nobody draws diffs in this command (``--format json``, a program
+        # driving turns itself): the baseline's git calls or directory walk,
+        # synchronous on the host loop, would be paid by every turn for nothing.
+        _renderer.baseline = None
     return None
 
 
