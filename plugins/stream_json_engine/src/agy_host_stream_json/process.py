@@ -84,29 +84,36 @@ class AgyProcess(GroupChild):
         stream = self._proc.stdout
         assert stream is not None
         buf = LineBuffer()
-        sink = self._sink
         while True:
             try:
                 data = await stream.receive_some(65536)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 data = b""
-            overflows = buf.overflows
-            lines = buf.feed(data) if data else buf.flush()
-            try:
-                if data:
-                    sink.on_chunk(self)
-                if buf.overflows != overflows:
-                    sink.on_event(self, Unknown(reason="too-long", head=f"a line over {buf.max_line} bytes"))
-                for line in lines:
-                    self.lines += 1
-                    sink.on_event(self, parse(line))
-            except Exception:  # a bug in a callback must not take the reader down
-                log.exception("stream-json: handling agy output failed")
+            self._handle(buf, data)
             if not data:
                 break
         self.stdout_done.set()
         with contextlib.suppress(Exception):
-            sink.on_eof(self)
+            self._sink.on_eof(self)
+
+    def _handle(self, buf: LineBuffer, data: bytes | bytearray) -> None:
+        """One read's lines, to the sink. A function of its own so that no line
+        outlives its handling: the ``result`` line repeats the whole answer,
+        and as a local of the read loop it stayed alive (megabytes, on a long
+        answer) while the turn's outcome was delivered, until the next read."""
+        sink = self._sink
+        overflows = buf.overflows
+        lines = buf.feed(data) if data else buf.flush()
+        try:
+            if data:
+                sink.on_chunk(self)
+            if buf.overflows != overflows:
+                sink.on_event(self, Unknown(reason="too-long", head=f"a line over {buf.max_line} bytes"))
+            for line in lines:
+                self.lines += 1
+                sink.on_event(self, parse(line))
+        except Exception:  # a bug in a callback must not take the reader down
+            log.exception("stream-json: handling agy output failed")
 
     def on_stderr_line(self, line: str) -> None:
         self._sink.on_stderr(self, line)
