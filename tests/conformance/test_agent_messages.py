@@ -42,6 +42,7 @@ pytest.importorskip("agy_host_acp", reason="the ACP engine plugin is not install
 
 from agy_host.config import Config
 from agy_host.engines import EngineContext
+from agy_host.events import TextActivity
 from agy_host.permissions import PermissionDecision, PermissionRequest
 from agy_host.prompt import TextBlock
 from agy_host.testing.recordings import AgentFrame, ClientFrame, is_request, read_recording
@@ -143,8 +144,10 @@ class Plan:
 
     agent_sends: frozenset[tuple[str, str]]
     turns: int = 2
-    #: Abort each turn this many seconds after it starts (the scenario would not end alone).
-    abort_after: float | None = None
+    #: Abort each turn once it is under way (the scenario would not end alone):
+    #: ``"text"`` at its first text, ``"prompt"`` once the prompt is on the wire
+    #: (an event, not a delay: an abort during a slow start-up would send no prompt).
+    abort_on: str | None = None
     settings: dict[str, Any] = field(default_factory=dict)
     acp: dict[str, float] = field(default_factory=dict)
 
@@ -162,9 +165,9 @@ PLANS: dict[str, Plan] = {
     "echo": _plan(_TURN),
     "permission": _plan(_TURN | {("request", "session/request_permission")}),
     "question": _plan(_TURN | {("request", "session/request_permission")}),
-    "cancel-unsupported": _plan(_HANDSHAKE | {("notification", "session/update")}, turns=1, abort_after=0.4),
-    "cancel-graceful": _plan(_TURN, abort_after=0.4),
-    "slow": _plan(_HANDSHAKE | {("response", "session/prompt")}, turns=1, abort_after=0.4),
+    "cancel-unsupported": _plan(_HANDSHAKE | {("notification", "session/update")}, turns=1, abort_on="text"),
+    "cancel-graceful": _plan(_TURN, abort_on="text"),
+    "slow": _plan(_HANDSHAKE | {("response", "session/prompt")}, turns=1, abort_on="prompt"),
     "load-replay": _plan(_TURN | {("response", "session/load")}),
     # session/new answers an error until authenticate; the engine does not log in by itself.
     "auth-required": _plan({("response", "initialize"), ("response", "session/new")}, turns=1),
@@ -187,6 +190,24 @@ def test_every_fake_scenario_is_checked() -> None:
 
 async def _decide(request: PermissionRequest) -> PermissionDecision:
     return PermissionDecision(option_id=request.options[0].option_id, policy="test")
+
+
+def _prompt_sent(log: Path) -> bool:
+    """Whether the tap has logged the client's ``session/prompt`` (the last
+    line may be half written while we look)."""
+    try:
+        lines = log.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return False
+    for text in lines:
+        try:
+            rec = json.loads(text)
+        except ValueError:
+            continue
+        frame = rec.get("frame")
+        if rec.get("dir") == "to_agent" and isinstance(frame, dict) and frame.get("method") == "session/prompt":
+            return True
+    return False
 
 
 async def _drive(tmp_path: Path, scenario: str, plan: Plan) -> list[Path]:
@@ -220,15 +241,19 @@ async def _drive(tmp_path: Path, scenario: str, plan: Plan) -> list[Path]:
             )
             with trio.fail_after(20):
                 async with trio.open_nursery() as nursery:
-                    if plan.abort_after is not None:
+                    if plan.abort_on == "prompt":
 
-                        async def abort_later(delay: float = plan.abort_after, turn: Any = handle) -> None:
-                            await trio.sleep(delay)
+                        async def abort_once_prompted(log: Path = log, turn: Any = handle) -> None:
+                            while not _prompt_sent(log):
+                                await trio.sleep(0.02)
                             turn.abort("test")
 
-                        nursery.start_soon(abort_later)
-                    async for _act in handle:
-                        pass
+                        nursery.start_soon(abort_once_prompted)
+                    aborted = False
+                    async for act in handle:
+                        if plan.abort_on == "text" and not aborted and isinstance(act, TextActivity):
+                            aborted = True
+                            handle.abort("test")
                     nursery.cancel_scope.cancel()
             assert handle.outcome is not None
             conv = handle.outcome.conversation_id or conv

@@ -23,6 +23,7 @@ from agy_host.store import STORE_FILE, SessionBinding, SessionStore
 from agy_host.testing.pytest_plugin import AgyHostHome, CliResult
 
 #: A writer that never stops: a store binding (big, so a write takes a while) or a config key per round.
+#: It says "ready" after its first whole write; the kill lands in a later one.
 WRITER = textwrap.dedent(
     """
     import sys
@@ -32,13 +33,18 @@ WRITER = textwrap.dedent(
 
     kind, path = sys.argv[1], Path(sys.argv[2])
     store = SessionStore(path) if kind == "store" else None
-    print("ready", flush=True)
-    i = 0
-    while True:
+
+    def write(i):
         if store is not None:
             store.set(f"s{i % 50}", SessionBinding(conversation_id=f"c{i}", agent="x" * 20_000))
         else:
             config.set_value("turn.permission_timeout_seconds", str(60 + i % 500), path=path)
+
+    write(0)  # one whole write first: on a slow machine a kill could otherwise beat every write
+    print("ready", flush=True)
+    i = 1
+    while True:
+        write(i)
         i += 1
     """
 )

@@ -123,12 +123,12 @@ async def test_an_agent_ignoring_sigterm_is_killed_after_the_grace(tmp_path: Pat
             stdin_eof="ignore",
         )
         happy = fake_acp(tmp_path, "happy")
-        eng: Engine = acp_engine(tmp_path, first_then(tmp_path, stubborn.command, happy), kill_grace_seconds=0.3)
+        eng: Engine = acp_engine(tmp_path, first_then(tmp_path, stubborn.command, happy), kill_grace_seconds=1.0)
         sigterms = lambda: stubborn.events("sigterm")  # noqa: E731
     else:
         endless = [{"say": ["T0"]}, {"hang": True}]
         fake = make_fake_agy(tmp_path / "agy", {"turns": [endless, HAPPY_AGY], "sigterm": "ignore"})
-        eng = stream_json_engine(tmp_path, fake.bin, kill_grace_seconds=0.3)
+        eng = stream_json_engine(tmp_path, fake.bin, kill_grace_seconds=1.0)
         sigterms = lambda: fake.events("sigterm")  # noqa: E731
     pids: list[int] = []
     async with driver(eng) as drv:

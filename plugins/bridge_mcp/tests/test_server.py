@@ -103,13 +103,14 @@ async def test_the_first_connections_start_up_holds_the_turns_clocks(
     real_import = service._import_server
 
     def slow_import() -> object:
-        time.sleep(1.0)  # in the worker thread, like the real import
+        time.sleep(3.0)  # in the worker thread, like the real import: three budgets of silence
         return real_import()
 
     monkeypatch.setattr(service, "_import_server", slow_import)
     async with running_bridge(tmp_path) as warm, mcp_client(warm):
         pass  # the client's own imports, in this process, must not count either
-    timers = TurnTimers(overall_s=60, inactivity_s=0.3)
+    # 1 s: more than the gaps between a real handshake's held requests on a loaded runner
+    timers = TurnTimers(overall_s=60, inactivity_s=1.0)
     names: list[str] = []
     fired_while_served: list[str | None] = []
     async with running_bridge(tmp_path, [host_tool("host_echo")]) as bridge:
@@ -121,7 +122,7 @@ async def test_the_first_connections_start_up_holds_the_turns_clocks(
                 async with mcp_client(bridge) as client:
                     names += [t.name for t in (await client.list_tools()).tools]
                 fired_while_served.append(timers.fired)
-                await trio.sleep(1.0)
+                await trio.sleep(2.0)  # past 9/8 of the budget: the watcher fires by then
             timers.stop()
     assert fired_while_served == [None] and "host_echo" in names, (
         f"the bridge's start-up was charged to the agent as silence: {timers.fired=}, {names=}"

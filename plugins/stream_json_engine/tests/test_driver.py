@@ -181,7 +181,8 @@ async def test_inactivity_fails_the_turn(tmp_path: Path, fake_agy: Fake) -> None
 
 
 # The park scenario: P1, a pause (4 s with sleep_scale 4), P2. The deadline is
-# 3 s, and agy's start-up counts against it, so the margins leave it 1 s.
+# 3 s, and agy's start-up counts against it: a 3.5 s park leaves 0.5 s of the
+# pause unparked, so start-up and delivery have 2.5 s (a loaded runner's room).
 PARK = {"sleep_scale": 4}
 
 
@@ -211,7 +212,7 @@ async def parked(drv: StreamJsonDriver, timeout_s: float, tool_s: float) -> list
 async def test_parked_time_does_not_count_and_kick_idle_resumes(tmp_path: Path, fake_agy: Fake) -> None:
     fake = fake_agy("park", **PARK)
     async with make_engine(tmp_path, fake.env).open_driver() as drv:
-        out = outcome_of(await parked(drv, timeout_s=3.0, tool_s=2.0))
+        out = outcome_of(await parked(drv, timeout_s=3.0, tool_s=3.5))
         assert drv.reentry() is None
     assert out.status == "ok" and out.response == "P1P2", out
 
