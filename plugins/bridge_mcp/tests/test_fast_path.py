@@ -289,3 +289,35 @@ def test_only_a_strict_body_may_take_the_fast_path() -> None:
 )
 def test_accept_follows_the_sdks_rule(accept: str, ok: bool) -> None:
     assert fast_path.accepts_json(accept) is ok
+
+
+@pytest.mark.parametrize("outcome", ["result", "raises"])
+async def test_the_turns_clock_is_held_until_the_answer_is_sent(outcome: str) -> None:
+    """A fast-path call holds the turn's inactivity clock for the whole
+    request, as the SDK path does: from before the tool runs until the
+    answer's last byte is handed to the server, even when the tool raises."""
+    import contextlib
+
+    events: list[str] = []
+
+    @contextlib.contextmanager
+    def hold() -> Iterator[None]:
+        events.append("hold")
+        try:
+            yield
+        finally:
+            events.append("release")
+
+    async def call(name: str, args: dict[str, Any], disconnected: trio.Event | None) -> ToolResult:
+        events.append("call")
+        if outcome == "raises":
+            raise RuntimeError("boom")
+        return ToolResult(text="ok")
+
+    async def send(message: Any) -> None:
+        events.append(message["type"])
+
+    fast = fast_path.FastCalls(call, supported_versions={"2025-11-25"}, rules=server.SdkRules(), hold=hold)
+    await fast.answer(fast_path.ToolCall(id=1, name="host_echo", arguments={}), send, None)
+    assert events == ["hold", "call", "http.response.start", "http.response.body", "release"]
+    assert fast.answered == 1
