@@ -5,6 +5,8 @@ streamed text, JSON events, exit codes, resuming with --session, and Ctrl-C
 from __future__ import annotations
 
 import json
+import os
+import select
 import signal
 import subprocess
 import sys
@@ -134,9 +136,29 @@ def _wait_for(predicate: Callable[[], bool], what: str, limit: float = 60) -> No
         time.sleep(0.05)
 
 
+def _read_until(proc: subprocess.Popen[str], marker: str, limit: float = 30.0) -> str:
+    """What ``proc`` printed on stdout up to and including ``marker`` (read
+    from the pipe itself, so ``communicate`` still gets the rest)."""
+    assert proc.stdout is not None
+    fd = proc.stdout.fileno()
+    got = b""
+    deadline = time.monotonic() + limit
+    while marker.encode() not in got:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"gave up waiting for {marker!r} on stdout; got {got!r}")
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                raise AssertionError(f"stdout closed before {marker!r}; got {got!r}")
+            got += chunk
+    return got.decode()
+
+
 def _interrupt(env: dict[str, str], agent: Agent, *args: str, prompts_before: int) -> tuple[int, str, str]:
-    """Start ``agy-host run``, wait until its prompt reached the agent and a
-    few ticks streamed, send SIGINT to the agy-host process only."""
+    """Start ``agy-host run``, wait until its prompt reached the agent and the
+    agent's first text ("C1") is on stdout, send SIGINT to the agy-host
+    process only."""
     proc = subprocess.Popen(
         [str(AGY_HOST), "run", "--agent", agent.command_line, *args],
         env=env,
@@ -146,9 +168,10 @@ def _interrupt(env: dict[str, str], agent: Agent, *args: str, prompts_before: in
     )
     try:
         _wait_for(lambda: len(agent.requests("session/prompt")) > prompts_before, "the prompt to reach the agent")
-        time.sleep(0.4)
+        head = _read_until(proc, "C1")
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
+        rest, err = proc.communicate(timeout=60)
+        out = head + rest
     finally:
         if proc.poll() is None:
             proc.kill()
