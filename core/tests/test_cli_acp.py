@@ -136,22 +136,22 @@ def _wait_for(predicate: Callable[[], bool], what: str, limit: float = 60) -> No
         time.sleep(0.05)
 
 
-def _read_until(proc: subprocess.Popen[str], marker: str, limit: float = 30.0) -> str:
+def _read_until(proc: subprocess.Popen[str], marker: str) -> str:
     """What ``proc`` printed on stdout up to and including ``marker`` (read
     from the pipe itself, so ``communicate`` still gets the rest)."""
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
-    got = b""
-    deadline = time.monotonic() + limit
-    while marker.encode() not in got:
-        if time.monotonic() > deadline:
-            raise AssertionError(f"gave up waiting for {marker!r} on stdout; got {got!r}")
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
+    got = bytearray()
+
+    def seen() -> bool:
+        if select.select([fd], [], [], 0)[0]:
             chunk = os.read(fd, 4096)
             if not chunk:
-                raise AssertionError(f"stdout closed before {marker!r}; got {got!r}")
-            got += chunk
+                raise AssertionError(f"stdout closed before {marker!r}; got {bytes(got)!r}")
+            got.extend(chunk)
+        return marker.encode() in got
+
+    _wait_for(seen, f"{marker!r} on stdout", limit=30)
     return got.decode()
 
 
