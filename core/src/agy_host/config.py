@@ -217,6 +217,9 @@ _POSITIVE = {"bridge.park_ttl_seconds", "bridge.escalated_ttl_seconds"}
 _ON_ERROR: dict[str, Callable[[], Any]] = {"permissions.rules": lambda: list(DENY_ALL_RULES)}
 
 
+StructT = typing.TypeVar("StructT", bound=msgspec.Struct)
+
+
 class ConfigError(Exception):
     """A config file cannot be written safely, or a value given to ``set`` is wrong."""
 
@@ -299,6 +302,16 @@ def _narrow(struct_type: type[msgspec.Struct], raw: Mapping[str, Any], prefix: s
             continue
         values[fld.name] = converted
     return struct_type(**values)
+
+
+def narrow_section(
+    struct_type: type[StructT], raw: Mapping[str, Any], section: str, warn: Callable[[str], None]
+) -> StructT:
+    """A plugin's table (:meth:`Config.section`) as ``struct_type``, by core's
+    rules: a bad value takes its default with a warning naming the key, an
+    unknown key is reported and ignored, NaN and infinity are refused."""
+    narrowed: StructT = _narrow(struct_type, raw, f"{section}.", warn)
+    return narrowed
 
 
 def _struct_values(ftype: Any) -> type[msgspec.Struct] | None:
@@ -510,6 +523,7 @@ __all__ = [
     "in_use",
     "load",
     "narrow",
+    "narrow_section",
     "set_value",
     "state_dir",
     "to_toml",

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from agy_host.config import Config
     from agy_host.diagnostics import DiagnosticReport
     from agy_host.permissions import PermissionDecision, PermissionRequest
+    from agy_host.tools import HostTool
     from agy_host.turns import TurnDriver
 
 ENGINE_GROUP = "agy_host.engines"
@@ -59,6 +60,10 @@ class McpServerSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     url: str
     type: str = "http"
     headers: dict[str, str] = msgspec.field(default_factory=dict)
+    #: ``"host-tools"`` when the server offers the host's own tools (the
+    #: bridge): an engine that answers host tools in-process keeps the
+    #: server for what else it offers and hides those tools there.
+    role: str = ""
 
 
 class EngineCapabilities(msgspec.Struct, kw_only=True):
@@ -77,7 +82,8 @@ McpServersProvider = Callable[[], list[McpServerSpec]]
 
 class EngineContext:
     """What the host hands an engine: config, state dir, the permission
-    decider, MCP servers to register, and a sink for user-visible notices.
+    decider, MCP servers to register, the host tools, and a sink for
+    user-visible notices.
 
     Plain attributes, so an engine author can build one in a test.
     """
@@ -92,6 +98,8 @@ class EngineContext:
         agent: str | None = None,
         env: Mapping[str, str] | None = None,
         warn: Callable[[str], None] | None = None,
+        tools: Callable[[], list[HostTool]] = list,
+        permission_policy: str = "",
     ) -> None:
         self.config = config
         self.state_dir = state_dir
@@ -101,6 +109,13 @@ class EngineContext:
         self.agent = agent
         self.env: Mapping[str, str] = os.environ if env is None else env
         self.warn: Callable[[str], None] = warn or (lambda _msg: None)
+        #: The host tools (``agy_host_register_tools``), asked again per call:
+        #: for engines whose agent takes tool declarations in-process.
+        self.tools = tools
+        #: The name of the selected permission policy (``auto``, ``deny``,
+        #: ``ask``, ``rules``...), for engines that can hand a static decision
+        #: to their agent; the decider is still the one that answers.
+        self.permission_policy = permission_policy
 
 
 class Engine(abc.ABC):

@@ -203,6 +203,8 @@ class Host:
             agent=self.agent,
             env=self.env,
             warn=self.warn,
+            tools=self.plugins.tools,
+            permission_policy=self.permissions_flag or self.config.permissions.policy or DEFAULT_POLICY,
         )
 
     # -- store -----------------------------------------------------------------------

@@ -86,7 +86,9 @@ class BridgeService:
         url = self.url
         if url is None:
             return None
-        return McpServerSpec(name=SERVER_NAME, url=url, type="http", headers={TOKEN_HEADER: self.token})
+        return McpServerSpec(
+            name=SERVER_NAME, url=url, type="http", headers={TOKEN_HEADER: self.token}, role="host-tools"
+        )
 
     def holding(self) -> contextlib.AbstractContextManager[None]:
         """Hold the active turn's inactivity clock while the bridge works for the agent."""

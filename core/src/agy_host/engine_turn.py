@@ -1,0 +1,131 @@
+"""What every engine's turn needs, written once: the turn's clocks and handle,
+parked-turn bookkeeping, one typed failure and the failed outcome.
+
+Every engine runs a turn the same way around its own wire: a
+:class:`~agy_host.timers.TurnTimers` and a :class:`~agy_host.turns.TurnHandle`
+wired together (a park pauses the clocks, a hold stops inactivity), a cancel
+scope the abort cancels, and on the driver a list of parked turns for
+:meth:`~agy_host.turns.TurnDriver.reentry` and
+:meth:`~agy_host.turns.TurnDriver.kick_idle`. Subclass :class:`EngineTurn`
+for the wire-specific state; keep a :class:`ParkedTurns` on the driver.
+
+A turn that cannot go on raises :class:`TurnFailed` with an
+:data:`~agy_host.events.ErrorKind`; :func:`failed_outcome` turns that into
+the outcome the host shows (``aborted`` instead, when the user asked to
+abort: an abort is never reported as the error it caused).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import trio
+
+from agy_host.events import ErrorKind, OutcomeActivity
+from agy_host.timers import TurnTimers
+from agy_host.turns import TurnHandle, TurnRequest
+
+
+class TurnFailed(Exception):
+    """The turn cannot go on; the message is for the user, ``kind`` for exit codes."""
+
+    def __init__(self, message: str, kind: ErrorKind) -> None:
+        super().__init__(message)
+        self.kind: ErrorKind = kind
+
+
+class EngineTurn:
+    """One running turn: request, clocks, handle, abort scope and park count."""
+
+    def __init__(self, request: TurnRequest) -> None:
+        self.request = request
+        self.timers = TurnTimers(request.timeout_s, request.inactivity_s)
+        self.handle = TurnHandle(on_park=self.park, timers=self.timers)
+        self.scope = trio.CancelScope()
+        self.conversation_id: str | None = None
+        self.aborted = False
+        self.parked = 0
+        #: Called with the turn each time it parks (the driver's :class:`ParkedTurns`).
+        self.on_parked: list[Callable[[EngineTurn], None]] = []
+
+    def response(self) -> str:
+        """The answer so far (for outcomes of turns cut short)."""
+        return ""
+
+    # -- parks -------------------------------------------------------------------------
+
+    def park(self) -> None:
+        self.parked += 1
+        self.timers.pause()
+        for callback in self.on_parked:
+            callback(self)
+
+    def unpark(self) -> None:
+        if self.parked > 0:
+            self.parked -= 1
+            self.timers.resume()
+
+    # -- outcomes ----------------------------------------------------------------------
+
+    def failed(self, error: str, kind: ErrorKind, agent_stop_reason: str = "") -> OutcomeActivity:
+        return failed_outcome(self, error, kind, agent_stop_reason)
+
+
+def failed_outcome(turn: EngineTurn, error: str, kind: ErrorKind, agent_stop_reason: str = "") -> OutcomeActivity:
+    """An error outcome with the partial answer, or ``aborted`` when the user asked for that."""
+    if turn.aborted:
+        return OutcomeActivity(
+            status="ok",
+            stop_reason="aborted",
+            aborted=True,
+            conversation_id=turn.conversation_id,
+            response=turn.response(),
+        )
+    return OutcomeActivity(
+        status="error",
+        stop_reason="error",
+        agent_stop_reason=agent_stop_reason,
+        conversation_id=turn.conversation_id,
+        response=turn.response(),
+        error=error,
+        error_kind=kind,
+    )
+
+
+class ParkedTurns:
+    """The driver's side of parks: which turns are parked, newest last."""
+
+    def __init__(self) -> None:
+        self._turns: list[EngineTurn] = []
+
+    def add(self, turn: EngineTurn) -> None:
+        self._turns.append(turn)
+
+    def discard(self, turn: EngineTurn) -> None:
+        while turn in self._turns:
+            self._turns.remove(turn)
+
+    def of_session(self, session: str) -> list[EngineTurn]:
+        return [t for t in self._turns if t.request.session == session]
+
+    def reentry(self) -> TurnHandle | None:
+        """The newest parked turn still open (:meth:`TurnDriver.reentry`)."""
+        for turn in reversed(self._turns):
+            if not turn.handle.closed:
+                return turn.handle
+        return None
+
+    def kick(self) -> EngineTurn | None:
+        """Unpark the newest open parked turn once (:meth:`TurnDriver.kick_idle`);
+        it stays listed while it has parks left."""
+        while self._turns:
+            turn = self._turns.pop()
+            if not turn.handle.closed:
+                turn.unpark()
+                if turn.parked:
+                    self._turns.append(turn)
+                return turn
+        return None
+
+
+__all__ = ["EngineTurn", "ParkedTurns", "TurnFailed", "failed_outcome"]

@@ -1,0 +1,507 @@
+"""The harness turn driver: one harness process, one conversation per host
+session, turns serialized per session.
+
+* **The process** starts with the first turn and serves every session; if it
+  dies, its conversations end and the next turn starts a new one and
+  resumes them (``RESUME`` on the same ``cascadeId``: the harness keeps each
+  conversation in its storage folder).
+* **A conversation** is opened on a session's first turn (or resumed, when
+  the turn carries a stored conversation id) and kept open. A turn whose
+  profile (model, effort, cwd, permissions, host tools) differs re-opens it
+  on the same id with the new config.
+* **A turn** sends the user input and reads until the main trajectory is
+  idle. Host tools park the turn (the turn layer runs them and hands the
+  result back through :meth:`HarnessDriver.deliver_tool_result`); dynamic
+  policy rules are answered by the host's permission decider.
+* **Abort and timers** send the harness's own cancel (``haltRequest``): the
+  harness goes idle within milliseconds and the next turn works; nothing is
+  killed. A harness that does not go idle within the cancel grace has the
+  conversation's socket closed (resumed next turn).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from agy_host.concurrency import unwrap_single
+from agy_host.engine_turn import ParkedTurns, TurnFailed
+from agy_host.events import BridgeCallActivity, NoticeActivity, OutcomeActivity, PermissionActivity, PermissionOption
+from agy_host.lifecycle import Lifecycle
+from agy_host.permissions import PermissionDecision, PermissionRequest
+from agy_host.timers import minutes
+from agy_host.tools import ToolResult
+from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host_harness import harness_config, outcome, prompting, wire
+from agy_host_harness.binary import INSTALL_HINT
+from agy_host_harness.bootstrap import BootstrapError
+from agy_host_harness.conversation import Conversation
+from agy_host_harness.process import HarnessProcess, SpawnError
+from agy_host_harness.settings import EFFORTS
+from agy_host_harness.turn import HarnessTurn
+
+if TYPE_CHECKING:
+    from agy_host_harness.engine import HarnessEngine
+
+ALLOW = PermissionOption(option_id="allow", name="Allow", kind="allow_once")
+REJECT = PermissionOption(option_id="reject", name="Deny", kind="reject_once")
+
+
+class HarnessDriver:
+    engine_name = "harness"
+
+    def __init__(self, engine: HarnessEngine, nursery: trio.Nursery) -> None:
+        self.engine = engine
+        self.settings = engine.settings
+        self._nursery = nursery
+        self.harness: HarnessProcess | None = None
+        self._start_lock = trio.Lock()
+        self._session_locks: dict[str, trio.Lock] = {}
+        self.conversations: dict[str, Conversation] = {}
+        self._calls: dict[str, Conversation] = {}
+        self._open: dict[int, HarnessTurn] = {}
+        self.parked = ParkedTurns()
+        self.lifecycle = Lifecycle()
+        self.state = "idle"
+        self.closed = False
+        self.last_conversation: str | None = None
+        self.stats = dict.fromkeys(
+            ("spawns", "turns", "conversations", "resumes", "reopens", "host_tools", "permissions", "bad_frames"), 0
+        )
+
+    # -- contract ---------------------------------------------------------------------
+
+    async def run(self, request: TurnRequest) -> TurnHandle:
+        if self.closed:
+            raise RuntimeError("harness driver is shut down")
+        for parked in self.parked.of_session(request.session):
+            self.lifecycle.add("parked-turn-superseded", session=request.session)
+            parked.handle.abort("superseded by a new turn on the same session")
+        turn = HarnessTurn(request)
+        turn.on_parked.append(self.parked.add)
+        self._open[turn.handle.turn_id] = turn
+        self.stats["turns"] += 1
+        self._nursery.start_soon(self._turn_task, turn)
+        return turn.handle
+
+    def reentry(self) -> TurnHandle | None:
+        return self.parked.reentry()
+
+    def kick_idle(self) -> None:
+        turn = self.parked.kick()
+        if turn is not None:
+            self.lifecycle.add("unparked", session=turn.request.session)
+
+    def deliver_tool_result(self, call_id: str, result: ToolResult) -> bool:
+        """The turn layer's answer to a host tool call this driver parked."""
+        conversation = self._calls.pop(call_id, None)
+        if conversation is None:
+            return False
+        response: dict[str, Any] = {"id": call_id}
+        if result.is_error:
+            response["errorMessage"] = result.text or "the host tool failed"
+        else:
+            response["responseJson"] = msgspec.json.encode({"output": result.text}).decode()
+        self._nursery.start_soon(conversation.send, {"toolResponse": response})
+        self.lifecycle.add("host-tool-answered", callId=call_id, error=result.is_error)
+        return True
+
+    def snapshot(self) -> DriverSnapshot:
+        harness = self.harness
+        extra: dict[str, Any] = {
+            "binary": f"{self.engine.binary.path} ({self.engine.binary.source})",
+            "endpoint": self.engine.endpoint.describe(),
+            "conversations_open": len([c for c in self.conversations.values() if not c.closed]),
+        }
+        if harness is not None:
+            if harness.ready_after_s is not None:
+                extra["start_ms"] = round(harness.ready_after_s * 1000)
+            if harness.lines:
+                extra["harness_stderr"] = list(harness.lines)[-5:]
+        return DriverSnapshot(
+            engine="harness",
+            state=self.state,
+            pid=harness.pid if harness is not None and harness.alive else None,
+            conversation_id=self.last_conversation,
+            stats=dict(self.stats),
+            lifecycle=self.lifecycle.entries(),
+            extra=extra,
+        )
+
+    async def aclose(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for turn in list(self._open.values()):
+            turn.handle.finish(turn.failed("harness driver closed mid-turn", "internal"))
+            turn.scope.cancel()
+        with trio.CancelScope(shield=True):
+            for conversation in list(self.conversations.values()):
+                await conversation.aclose()
+            harness, self.harness = self.harness, None
+            if harness is not None:
+                await harness.close()
+                self.lifecycle.add("exit", pid=harness.pid, code=harness.returncode, why="shutdown")
+        self.state = "closed"
+
+    # -- frames (the conversation readers) ------------------------------------------------
+
+    def on_frame(self, conversation: Conversation, event: wire.OutputEvent) -> None:
+        turn = conversation.turn
+        if event.usage_update is not None and event.usage_update.total is not None:
+            conversation.usage = event.usage_update.total
+            if turn is not None:
+                turn.usage_now = event.usage_update.total
+        if turn is None or turn.handle.closed:
+            if event.tool_call is not None:
+                self._nursery.start_soon(conversation.send, _no_turn_answer(event.tool_call.id))
+            elif event.policy_decision_request is not None:
+                self._nursery.start_soon(conversation.send, _deny(event.policy_decision_request, "no turn is running"))
+            return
+        turn.timers.touch()
+        if (step := event.step_update) is not None:
+            turn.mapper.step(step)
+        elif (state := event.trajectory_state_update) is not None:
+            turn.on_state(state)
+        elif (call := event.tool_call) is not None:
+            self._host_tool(conversation, turn, call)
+        elif (ask := event.policy_decision_request) is not None:
+            self._nursery.start_soon(self._decide, conversation, turn, ask)
+        elif (hook := event.call_hook_request) is not None:
+            # no hooks are enabled; answer anyway so the harness never waits
+            reply = {"callHookResponse": {"requestId": hook.request_id, "emptyResult": {}}}
+            self._nursery.start_soon(conversation.send, reply)
+
+    def on_bad_frame(self, conversation: Conversation, frame: str, error: str) -> None:
+        self.stats["bad_frames"] += 1
+        if self.stats["bad_frames"] <= 3:
+            self.lifecycle.add("bad-frame", error=error[:200], head=frame[:120])
+        turn = conversation.turn
+        if turn is not None:
+            turn.wire_notice(f"the harness sent a frame that could not be read ({error}); skipped: {frame[:80]!r}")
+
+    def on_conversation_closed(self, conversation: Conversation, reason: str) -> None:
+        self.lifecycle.add("conversation-closed", session=conversation.session, reason=reason)
+        if self.conversations.get(conversation.session) is conversation:
+            del self.conversations[conversation.session]
+        for call_id in [c for c, conv in self._calls.items() if conv is conversation]:
+            del self._calls[call_id]
+        turn = conversation.turn
+        if turn is not None:
+            turn.on_closed(reason)
+
+    def _host_tool(self, conversation: Conversation, turn: HarnessTurn, call: wire.ToolCall) -> None:
+        try:
+            args = msgspec.json.decode(call.arguments_json or "{}")
+        except msgspec.DecodeError:
+            args = {"arguments": call.arguments_json}
+        if not isinstance(args, dict):
+            args = {"arguments": args}
+        self._calls[call.id] = conversation
+        self.stats["host_tools"] += 1
+        turn.host_calls += 1
+        if not turn.handle.push_external(BridgeCallActivity(call_id=call.id, name=call.name, args=args)):
+            self._calls.pop(call.id, None)
+            self._nursery.start_soon(conversation.send, _no_turn_answer(call.id))
+        else:
+            self.lifecycle.add("host-tool", tool=call.name, callId=call.id)
+
+    async def _decide(self, conversation: Conversation, turn: HarnessTurn, ask: wire.PolicyDecisionRequest) -> None:
+        """A dynamic policy rule: the host's policy answers, always, bounded."""
+        args = ask.tool_args or wire.PreToolArgs()
+        try:
+            parsed = msgspec.json.decode(args.arguments_json or "{}")
+        except msgspec.DecodeError:
+            parsed = {"arguments": args.arguments_json}
+        tool_args = parsed if isinstance(parsed, dict) else {"arguments": parsed}
+        title = _permission_title(args.tool_name, tool_args)
+        request = PermissionRequest(
+            session=turn.request.session,
+            call_id=args.call_id or ask.request_id,
+            title=title,
+            options=[ALLOW, REJECT],
+            tool_kind="execute" if args.tool_name == "run_command" else "edit",
+            tool_name=args.tool_name,
+            args=tool_args,
+            skip_permissions=turn.request.skip_permissions,
+        )
+        self.stats["permissions"] += 1
+        turn.permissions_asked += 1
+        decision = PermissionDecision(option_id=None, policy="host", reason="turn aborted")
+        scope = trio.CancelScope()
+        turn.open_decisions.add(scope)
+        turn.timers.pause()
+        try:
+            with scope:
+                if not turn.aborted:
+                    decision = await self.engine.ctx.decide_permission(request)
+        finally:
+            turn.open_decisions.discard(scope)
+            turn.timers.resume()
+        allowed = decision.option_id == ALLOW.option_id
+        if not allowed:
+            turn.permissions_denied += 1
+        turn.emit(
+            PermissionActivity(
+                call_id=request.call_id,
+                title=title,
+                options=[ALLOW, REJECT],
+                selected=decision.option_id,
+                policy=decision.policy,
+                reason=decision.reason,
+            )
+        )
+        if allowed:
+            answer = {"requestId": ask.request_id, "outcome": "POLICY_EVALUATION_OUTCOME_ALLOW"}
+            await conversation.send({"policyDecisionResponse": answer})
+        else:
+            why = decision.reason or f"denied by agy-host's permission policy {decision.policy!r}"
+            await conversation.send(_deny(ask, why))
+
+    # -- the harness process and conversations --------------------------------------------
+
+    async def _harness(self) -> HarnessProcess:
+        async with self._start_lock:
+            harness = self.harness
+            if harness is not None and harness.alive:
+                return harness
+            binary = self.engine.binary
+            if not binary.found:
+                raise TurnFailed(f"the harness binary cannot be used: {binary.problem}; {INSTALL_HINT}", "spawn")
+            self.state = "starting"
+            self.stats["spawns"] += 1
+            paths = self.engine.paths
+            try:
+                harness = await HarnessProcess.start(
+                    self._nursery,
+                    binary.path,
+                    env=self.engine.harness_env(),
+                    cwd=str(paths.home),
+                    storage_dir=str(paths.storage),
+                    timeout_s=self.settings.start_timeout_seconds,
+                )
+            except (SpawnError, BootstrapError, OSError) as exc:
+                self.state = "dead"
+                self.lifecycle.add("spawn-failed", error=str(exc)[:300])
+                raise TurnFailed(f"could not start the harness ({binary.source}): {exc}", "spawn") from exc
+            self.harness = harness
+            for stale in list(self.conversations.values()):
+                await stale.aclose()
+            self.conversations.clear()
+            self.lifecycle.add("spawn", pid=harness.pid, ms=round((harness.ready_after_s or 0) * 1000))
+            self._nursery.start_soon(self._watch_exit, harness)
+            return harness
+
+    async def _watch_exit(self, harness: HarnessProcess) -> None:
+        await harness.exited.wait()
+        if harness is self.harness and not self.closed:
+            self.lifecycle.add("exit", pid=harness.pid, code=harness.returncode, reason=harness.reason()[:200])
+            self.harness = None
+            self.state = "dead"
+            for conversation in list(self.conversations.values()):
+                await conversation.aclose()
+
+    def _profile(self, turn: HarnessTurn) -> harness_config.Profile:
+        req = turn.request
+        effort = req.effort or None
+        if effort is not None and effort not in EFFORTS:
+            turn.emit(
+                NoticeActivity(
+                    level="warning",
+                    message=f"effort {effort!r} is not one the harness takes ({', '.join(EFFORTS)}); "
+                    "using the model's own",
+                    code="settings",
+                )
+            )
+            effort = None
+        return harness_config.Profile(
+            model=req.model or self.settings.model,
+            effort=effort,
+            cwd=req.cwd,
+            policy=self.engine.ctx.permission_policy,
+            skip_permissions=req.skip_permissions,
+            host_tools=tuple(sorted(t.name for t in self.engine.ctx.tools())),
+            mcp=tuple(sorted(s.name for s in self.engine.ctx.mcp_servers())),
+        )
+
+    async def _conversation(self, turn: HarnessTurn, system_block: str) -> Conversation:
+        req = turn.request
+        harness = await self._harness()
+        profile = self._profile(turn)
+        current = self.conversations.get(req.session)
+        wanted = req.conversation_id
+        if current is not None and not current.closed:
+            if current.profile == profile and (wanted is None or wanted == current.cascade_id):
+                return current
+            self.stats["reopens"] += 1
+            self.lifecycle.add("reopen", session=req.session, why="settings changed")
+            wanted = wanted or current.cascade_id
+            await current.aclose()
+        if wanted:
+            system_block = self.engine.saved_system_block(wanted)
+        config = harness_config.build(
+            settings=self.settings,
+            profile=profile,
+            point=self.engine.endpoint,
+            tools=self.engine.ctx.tools(),
+            servers=self.engine.ctx.mcp_servers(),
+            system_block=system_block,
+            app_data_dir=str(self.engine.paths.app_data),
+            cascade_id=wanted,
+        )
+        conversation = await Conversation.open(
+            harness, session=req.session, config=config, profile=profile, timeout_s=self.settings.start_timeout_seconds
+        )
+        if wanted:
+            self.stats["resumes"] += 1
+        else:
+            self.stats["conversations"] += 1
+            self.engine.save_system_block(conversation.cascade_id, system_block)
+        self.lifecycle.add("conversation", session=req.session, id=conversation.cascade_id, resumed=bool(wanted))
+        self.conversations[req.session] = conversation
+        self._nursery.start_soon(conversation.read, self)
+        return conversation
+
+    # -- one turn ------------------------------------------------------------------------
+
+    async def _turn_task(self, turn: HarnessTurn) -> None:
+        result: OutcomeActivity | None = None
+        lock = self._session_locks.setdefault(turn.request.session, trio.Lock())
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._watch_abort, turn)
+                nursery.start_soon(turn.timers.watch)
+                try:
+                    async with lock:
+                        conversation: Conversation | None = None
+                        try:
+                            with turn.scope:
+                                conversation, result = await self._drive(turn)
+                        finally:
+                            if result is None:
+                                result = await self._interrupted(turn, conversation)
+                            if conversation is not None and conversation.turn is turn:
+                                conversation.turn = None
+                finally:
+                    turn.timers.stop()
+                    nursery.cancel_scope.cancel()
+        except Exception as exc:  # a bug must surface as a turn error, never a hang
+            self.lifecycle.add("turn-crashed", error=repr(exc)[:300])
+            result = turn.failed(f"harness turn failed: {type(exc).__name__}: {exc}", "internal")
+        finally:
+            self._open.pop(turn.handle.turn_id, None)
+            self.parked.discard(turn)
+            self.state = "ready" if self.harness is not None and self.harness.alive else self.state
+        if turn.conversation_id:
+            self.last_conversation = turn.conversation_id
+        turn.handle.finish(result or turn.failed("the harness turn ended without an outcome", "internal"))
+
+    async def _watch_abort(self, turn: HarnessTurn) -> None:
+        await turn.handle.abort_requested.wait()
+        turn.aborted = True
+        self.lifecycle.add("abort", reason=turn.handle.abort_reason, session=turn.request.session)
+        turn.cancel_decisions()
+        turn.scope.cancel()
+
+    async def _drive(self, turn: HarnessTurn) -> tuple[Conversation | None, OutcomeActivity]:
+        req = turn.request
+        try:
+            system_block, blocks = prompting.split_system(req.prompt)
+            parts = prompting.user_parts(blocks)
+        except TurnFailed as exc:
+            return None, turn.failed(str(exc), exc.kind)
+        self.lifecycle.add("turn-start", session=req.session, turn=turn.handle.turn_id)
+        conversation: Conversation | None = None
+        with turn.timers.scope:
+            turn.timers.arm()
+            try:
+                conversation = await self._conversation(turn, system_block)
+            except TurnFailed as exc:
+                return None, turn.failed(str(exc), exc.kind)
+            conversation.turn = turn
+            turn.start(conversation.cascade_id, conversation.usage)
+            self.state = "running"
+            if not await conversation.send({"userInput": {"parts": parts}}):
+                return conversation, turn.failed(
+                    f"the harness closed the conversation: {conversation.close_reason}", "exited"
+                )
+            turn.sent = True
+            await turn.wire_done.wait()
+        fired = turn.timers.expired()
+        if fired is not None and not turn.wire_done.is_set():
+            await self._halt(turn, conversation, f"timer:{fired}")
+            turn.emit_usage()
+            if fired == "deadline":
+                return conversation, turn.failed(
+                    f"the harness exceeded the {minutes(req.timeout_s)} turn deadline", "timeout"
+                )
+            return conversation, turn.failed(f"the harness was silent for {minutes(req.inactivity_s)}", "inactivity")
+        if fired is not None and not turn.sent:
+            return conversation, turn.failed(f"the harness did not start within the {fired} budget", "timeout")
+        turn.emit_usage()
+        return conversation, outcome.settle(turn, self.harness)
+
+    async def _interrupted(self, turn: HarnessTurn, conversation: Conversation | None) -> OutcomeActivity:
+        """Aborted (or cancelled) while the harness worked on the turn: its own cancel."""
+        if conversation is not None and turn.sent and not turn.wire_done.is_set():
+            await self._halt(turn, conversation, "abort" if turn.aborted else "turn interrupted")
+        turn.emit_usage()
+        return turn.failed("the turn was interrupted", "internal")
+
+    async def _halt(self, turn: HarnessTurn, conversation: Conversation | None, why: str) -> None:
+        """``haltRequest``, then wait for idle within the grace; else drop the socket."""
+        if conversation is None:
+            return
+        with trio.CancelScope(shield=True):
+            self.lifecycle.add("halt", reason=why, session=turn.request.session)
+            sent = await conversation.send({"haltRequest": True})
+            with trio.move_on_after(self.settings.cancel_grace_seconds):
+                if sent:
+                    await turn.wire_done.wait()
+            if not turn.wire_done.is_set():
+                self.lifecycle.add("halt-timeout", session=turn.request.session)
+                await conversation.aclose()
+
+
+def _no_turn_answer(call_id: str) -> dict[str, Any]:
+    return {"toolResponse": {"id": call_id, "errorMessage": "no agy-host turn is running to answer this host tool"}}
+
+
+def _deny(ask: wire.PolicyDecisionRequest, reason: str) -> dict[str, Any]:
+    return {
+        "policyDecisionResponse": {
+            "requestId": ask.request_id,
+            "outcome": "POLICY_EVALUATION_OUTCOME_DENY",
+            "denyReason": reason,
+        }
+    }
+
+
+def _permission_title(tool: str, args: dict[str, Any]) -> str:
+    if tool == "run_command":
+        return f"Run: {args.get('CommandLine', '')}".strip()
+    target = args.get("TargetFile") or args.get("AbsolutePath") or ""
+    return f"{tool} {target}".strip()
+
+
+@contextlib.asynccontextmanager
+async def open_driver(engine: HarnessEngine) -> AsyncIterator[HarnessDriver]:
+    with unwrap_single():
+        async with trio.open_nursery() as nursery:
+            driver = HarnessDriver(engine, nursery)
+            engine.driver = driver
+            try:
+                yield driver
+            finally:
+                with trio.CancelScope(shield=True):
+                    await driver.aclose()
+                if engine.driver is driver:
+                    engine.driver = None
+                nursery.cancel_scope.cancel()
+
+
+__all__ = ["HarnessDriver", "open_driver"]

@@ -1,0 +1,226 @@
+"""The ``HarnessConfig`` a conversation starts with, from the host's settings.
+
+What decides it is a :class:`Profile`: when a turn's profile differs from
+the one its conversation was opened with (model, effort, cwd, permissions,
+the host tools on offer), the conversation is re-opened on the same
+``cascadeId`` with ``RESUME`` and the new config: the change takes effect on
+that turn and the conversation goes on.
+
+* Models: one text model on the configured endpoint (see :mod:`.settings`);
+  the effort is the Gemini ``thinkingLevel``.
+* Tools: Antigravity's coding set (list, read, find, grep, write, edit,
+  commands), subagents, web and images as configured, plus the host tools
+  declared in-process (``tools``), answered by the host.
+* Permissions: ``--skip-permissions`` or the ``auto`` policy allow statically
+  inside the harness; ``deny`` denies the tools that change things
+  statically; any other policy (``ask``, ``rules``, a plugin's) gets one
+  dynamic rule per such tool, which the harness sends back as a
+  ``policyDecisionRequest`` for the host's policy to answer. Reading and
+  searching are never asked about, as in Antigravity.
+* The host's system block is appended to Antigravity's own instructions, or
+  replaces them (``system_prompt_mode = "replace"``).
+* Every conversation gets the configured budget: the harness has no cap on
+  its model-call loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from agy_host.engines import McpServerSpec
+from agy_host.tools import HostTool
+from agy_host_harness.settings import HarnessSettings
+
+#: Harness tools that change the machine: asked about unless allowed.
+GATED_TOOLS = ("run_command", "write_to_file", "replace_file_content", "multi_replace_file_content")
+ANY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
+SYSTEM_TITLE = "Instructions from agy-host"
+
+
+class Profile(msgspec.Struct, kw_only=True, frozen=True):
+    model: str
+    effort: str | None
+    cwd: str
+    policy: str
+    skip_permissions: bool
+    host_tools: tuple[str, ...]
+    mcp: tuple[str, ...]
+
+
+class Endpoint(msgspec.Struct, kw_only=True, frozen=True):
+    kind: str  # gemini | vertex | openai
+    base_url: str = ""
+    api_key: str = ""
+    project: str = ""
+    location: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "openai":
+            return f"OpenAI-compatible at {self.base_url}"
+        if self.kind == "vertex":
+            return f"Vertex AI project {self.project} ({self.location})"
+        return f"Gemini API at {self.base_url or 'Google (default)'}" + ("" if self.api_key else ", no API key set")
+
+
+def endpoint(settings: HarnessSettings, env: Mapping[str, str]) -> Endpoint:
+    if settings.openai_base_url:
+        return Endpoint(kind="openai", base_url=settings.openai_base_url.rstrip("/"))
+    if settings.project:
+        return Endpoint(kind="vertex", project=settings.project, location=settings.location)
+    key = env.get(settings.api_key_env, "") if settings.api_key_env else ""
+    base = settings.base_url or env.get("GOOGLE_GEMINI_BASE_URL", "")
+    return Endpoint(kind="gemini", base_url=base.rstrip("/"), api_key=key)
+
+
+def model_config(name: str, effort: str | None, point: Endpoint) -> dict[str, Any]:
+    model: dict[str, Any] = {"name": name, "types": ["MODEL_TYPE_TEXT"]}
+    options = {"thinkingLevel": effort} if effort else {}
+    if point.kind == "openai":
+        model["gemmaEndpoint"] = {"baseUrl": point.base_url}
+    elif point.kind == "vertex":
+        model["vertexEndpoint"] = {"project": point.project, "location": point.location, "options": options}
+    else:
+        gemini: dict[str, Any] = {"options": options}
+        if point.base_url:
+            gemini["baseUrl"] = point.base_url
+        if point.api_key:
+            gemini["apiKey"] = point.api_key
+        model["geminiApiEndpoint"] = gemini
+    return model
+
+
+def side_tools(settings: HarnessSettings) -> dict[str, Any]:
+    on = {"enabled": True}
+    tools: dict[str, Any] = {
+        "listDir": on,
+        "viewFile": on,
+        "find": on,
+        "grepSearch": on,
+        "writeToFile": on,
+        "fileEdit": on,
+        "runCommand": {"enabled": True},
+    }
+    if settings.subagents:
+        tools["subagents"] = {"enabled": True, "maxNestingDepth": 1}
+    if settings.web:
+        tools["searchWeb"] = on
+        tools["readUrlContent"] = on
+    if settings.images:
+        tools["generateImage"] = on
+    return tools
+
+
+def policy_config(policy: str, skip_permissions: bool) -> dict[str, Any] | None:
+    if skip_permissions or policy == "auto":
+        return None  # the harness allows by default
+    if policy == "deny":
+        reason = "denied by agy-host's permission policy 'deny'"
+        return {"rules": [{"tool": t, "decision": "POLICY_DECISION_DENY", "denyReason": reason} for t in GATED_TOOLS]}
+    asked: list[dict[str, Any]] = [
+        {"tool": t, "decision": "POLICY_DECISION_ASK_USER", "isDynamic": True, "ruleId": f"agy-host:{t}"}
+        for t in GATED_TOOLS
+    ]
+    return {"rules": asked}
+
+
+def host_tool_declarations(tools: Sequence[HostTool]) -> list[dict[str, Any]]:
+    out = []
+    for tool in tools:
+        schema = tool.input_schema if isinstance(tool.input_schema, dict) and tool.input_schema else ANY_OBJECT
+        out.append(
+            {
+                "name": tool.name,
+                "description": tool.description or tool.name,
+                "parametersJsonSchema": msgspec.json.encode(schema).decode(),
+            }
+        )
+    return out
+
+
+def mcp_servers(servers: Sequence[McpServerSpec], host_tools: Sequence[str]) -> list[dict[str, Any]]:
+    """MCP servers as the harness takes them. The host-tools server (the
+    bridge) keeps what else it offers (skills, polling) with the host tools
+    themselves hidden there: they are declared in-process."""
+    out = []
+    for srv in servers:
+        entry: dict[str, Any] = {"name": srv.name, "http": {"url": srv.url, "headers": dict(srv.headers)}}
+        if srv.role == "host-tools" and host_tools:
+            entry["disabledTools"] = list(host_tools)
+        out.append(entry)
+    return out
+
+
+def system_instructions(block: str, mode: str) -> dict[str, Any] | None:
+    if not block:
+        return None
+    if mode == "replace":
+        return {"custom": {"part": [{"text": block}]}}
+    return {"appended": {"appendedSections": [{"title": SYSTEM_TITLE, "content": block}]}}
+
+
+def build(
+    *,
+    settings: HarnessSettings,
+    profile: Profile,
+    point: Endpoint,
+    tools: Sequence[HostTool],
+    servers: Sequence[McpServerSpec],
+    system_block: str,
+    app_data_dir: str,
+    cascade_id: str | None,
+) -> dict[str, Any]:
+    config: dict[str, Any] = {
+        "models": [model_config(profile.model, profile.effort, point)],
+        "workspaces": [{"filesystemWorkspace": {"directory": profile.cwd}}],
+        "appDataDir": app_data_dir,
+        "harnessSideTools": side_tools(settings),
+    }
+    if cascade_id:
+        config["cascadeId"] = cascade_id
+        config["sessionContinuationMode"] = "RESUME"
+    else:
+        config["sessionContinuationMode"] = "CREATE_ONLY"
+    declared = host_tool_declarations(tools)
+    if declared:
+        config["tools"] = declared
+    mcp = mcp_servers(servers, [t.name for t in tools])
+    if mcp:
+        config["mcpServers"] = mcp
+    policy = policy_config(profile.policy, profile.skip_permissions)
+    if policy:
+        config["policyConfig"] = policy
+    instructions = system_instructions(system_block, settings.system_prompt_mode)
+    if instructions:
+        config["systemInstructions"] = instructions
+    budget = {
+        k: v
+        for k, v in (
+            ("maxModelCalls", settings.max_model_calls),
+            ("maxToolCalls", settings.max_tool_calls),
+            ("maxTotalTokens", settings.max_total_tokens),
+        )
+        if v
+    }
+    if budget:
+        config["budgetConfig"] = budget
+    if settings.api_retries >= 0:
+        config["retryConfig"] = {"apiRetry": {"maxRetries": settings.api_retries}}
+    return config
+
+
+__all__ = [
+    "GATED_TOOLS",
+    "Endpoint",
+    "Profile",
+    "build",
+    "endpoint",
+    "host_tool_declarations",
+    "mcp_servers",
+    "model_config",
+    "policy_config",
+    "side_tools",
+    "system_instructions",
+]

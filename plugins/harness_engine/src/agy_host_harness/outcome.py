@@ -1,0 +1,63 @@
+"""From what the harness said to the turn's outcome.
+
+The main trajectory going idle ends every turn; what it carried decides:
+
+* a budget stop (``MAX_MODEL_CALLS_EXCEEDED``...) is an error naming the
+  budget and the setting that raises it;
+* ``QUOTA_EXHAUSTED`` is the model provider's quota, in the harness's words;
+* an ``error`` on the idle trajectory (the endpoint down, a bad key) is an
+  error with the harness's own message and the system steps before it;
+* the socket closing mid-turn is the harness going away (its stderr says why);
+* anything else is the answer.
+"""
+
+from __future__ import annotations
+
+from agy_host.events import ErrorKind, OutcomeActivity
+from agy_host_harness import wire
+from agy_host_harness.process import HarnessProcess
+from agy_host_harness.turn import HarnessTurn
+
+BUDGETS = {
+    "STOP_REASON_MAX_MODEL_CALLS_EXCEEDED": ("model calls", "max_model_calls"),
+    "STOP_REASON_MAX_TOOL_CALLS_EXCEEDED": ("tool calls", "max_tool_calls"),
+    "STOP_REASON_MAX_INPUT_TOKENS_EXCEEDED": ("input tokens", "max_total_tokens"),
+    "STOP_REASON_MAX_OUTPUT_TOKENS_EXCEEDED": ("output tokens", "max_total_tokens"),
+    "STOP_REASON_MAX_TOTAL_TOKENS_EXCEEDED": ("total tokens", "max_total_tokens"),
+}
+_AUTH_WORDS = ("api key", "unauthenticated", "permission_denied", "401", "403")
+
+
+def settle(turn: HarnessTurn, harness: HarnessProcess | None) -> OutcomeActivity:
+    if turn.socket_closed and not turn.trajectory_error and not turn.stop_reason:
+        said = harness.reason() if harness is not None else ""
+        gone = harness is None or not harness.alive
+        what = "the harness exited" if gone else "the harness closed the conversation"
+        detail = f": {said}" if said else f" ({turn.socket_closed})"
+        return turn.failed(f"{what} mid-turn{detail}", "exited")
+    stop = turn.stop_reason
+    if stop in BUDGETS:
+        what, key = BUDGETS[stop]
+        return turn.failed(
+            f"the harness stopped the turn: its budget of {what} is used up (raise [harness] {key}, or 0 for no cap)",
+            "agent",
+            wire.plain(stop, "STOP_REASON_"),
+        )
+    if stop == "STOP_REASON_QUOTA_EXHAUSTED":
+        detail = turn.trajectory_error or "the model provider's quota is exhausted"
+        return turn.failed(f"quota exhausted: {detail}", "agent", "QUOTA_EXHAUSTED")
+    if turn.trajectory_error:
+        steps = [e for e in turn.mapper.errors if e not in turn.trajectory_error]
+        message = turn.trajectory_error + (f" ({'; '.join(steps[-2:])})" if steps else "")
+        kind: ErrorKind = "auth" if any(w in message.lower() for w in _AUTH_WORDS) else "agent"
+        return turn.failed(message, kind, turn.error_code or "error")
+    return OutcomeActivity(
+        status="ok",
+        stop_reason="stop",
+        agent_stop_reason="FULLY_IDLE",
+        conversation_id=turn.conversation_id,
+        response=turn.response(),
+    )
+
+
+__all__ = ["BUDGETS", "settle"]

@@ -1,0 +1,50 @@
+"""A host prompt as the harness's ``userInput`` parts, and the host's system
+block taken out of it.
+
+The turn layer opens a new conversation's prompt with the host's system
+block (the system prompt and AGENTS.md, byte-identical on every engine).
+The harness takes instructions in its config instead, so this engine moves
+the block there (appended to Antigravity's own, or replacing them) and sends
+the rest as the user's input. Text goes as text, embedded resources (a
+file, the context digest) inline under their URI, images as media.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE
+from agy_host.engine_turn import TurnFailed
+from agy_host.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+
+
+def split_system(blocks: list[PromptBlock]) -> tuple[str, list[PromptBlock]]:
+    """(the system block or "", the other blocks)."""
+    if blocks and isinstance(blocks[0], TextBlock):
+        text = blocks[0].text
+        if text.startswith(SYSTEM_PREAMBLE):
+            end = text.find(SYSTEM_END)
+            if end >= 0:
+                cut = end + len(SYSTEM_END)
+                block, rest = text[:cut], text[cut:].lstrip("\n")
+                tail: list[PromptBlock] = [TextBlock(text=rest)] if rest.strip() else []
+                return block, [*tail, *blocks[1:]]
+    return "", list(blocks)
+
+
+def user_parts(blocks: list[PromptBlock]) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, TextBlock):
+            if block.text:
+                parts.append({"text": block.text})
+        elif isinstance(block, ResourceBlock):
+            parts.append({"text": f"[{block.uri}]\n{block.text}"})
+        elif isinstance(block, ImageBlock):
+            parts.append({"media": {"mimeType": block.mime_type, "data": block.data}})
+    if not any(p.get("text", "").strip() or "media" in p for p in parts):
+        raise TurnFailed("the prompt is empty", "usage")
+    return parts
+
+
+__all__ = ["split_system", "user_parts"]

@@ -1,0 +1,246 @@
+"""The harness engine against the real ``localharness`` binary (the pinned
+wheel's), driven by the real ``agy-host`` CLI, the model replaced by the
+kit's scripted model API over real HTTP."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from .conftest import HarnessHome
+
+WAIT = 5000
+
+
+def ok(run: Any) -> dict[str, Any]:
+    assert run.returncode == 0, run
+    assert run.end.get("stop_reason") == "stop", run
+    return run.end
+
+
+def one_turn(*replies: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"turns": [list(replies)]}
+
+
+def test_text_thinking_and_usage(hhome: HarnessHome) -> None:
+    model = hhome.serve(
+        one_turn([{"thought": "let me think"}, {"text": ["Hel", "lo"]}, {"usage": {"input": 12, "output": 3}}])
+    )
+    run = hhome.turn("t1", "say hello", "--verbose")
+    end = ok(run)
+    assert run.text == "Hello" and end["response"] == "Hello", run
+    assert "".join(e["delta"] for e in run.of("thought")) == "let me think", run
+    assert end["usage"]["input_tokens"] == 12 and end["usage"]["output_tokens"] == 3, run
+    [request] = model.requests()
+    assert request["user_text"] == "say hello"
+    assert request["body"]["generationConfig"], "the harness, not a fake, built the model request"
+    assert not (hhome.root / "home" / ".gemini").exists(), "the harness wrote into the user's ~/.gemini"
+    assert (hhome.state / "harness" / "storage").is_dir()
+
+
+def test_usage_absent_is_reported_as_absent(hhome: HarnessHome) -> None:
+    hhome.serve(one_turn([{"text": "no counts"}]))
+    end = ok(hhome.turn("t2", "hi"))
+    assert end.get("usage") is None, end
+
+
+def test_harness_side_tools_become_cards_with_kind_output_and_diff(hhome: HarnessHome) -> None:
+    target = str(hhome.cwd / "notes.txt")
+    hhome.serve(
+        one_turn(
+            [
+                {
+                    "call": {
+                        "name": "write_to_file",
+                        "args": {"TargetFile": target, "CodeContent": "one\ntwo\n", "Overwrite": False},
+                    }
+                }
+            ],
+            [
+                {
+                    "call": {
+                        "name": "run_command",
+                        "args": {"CommandLine": "cat notes.txt", "Cwd": str(hhome.cwd), "WaitMsBeforeAsync": WAIT},
+                    }
+                }
+            ],
+            [{"call": {"name": "list_dir", "args": {"DirectoryPath": str(hhome.cwd)}}}],
+            [{"text": "all done"}],
+        )
+    )
+    run = hhome.turn("t3", "make notes")
+    ok(run)
+    cards = {e["name"]: e for e in run.of("tool") if e["status"] == "done"}
+    # the harness reports a written file as an edit of it, with its diff blocks
+    assert set(cards) >= {"edit_file", "run_command", "list_dir"}, run
+    assert cards["edit_file"]["kind"] == "edit"
+    assert cards["edit_file"]["diff"]["new_text"] == "one\ntwo\n", cards["edit_file"]
+    assert cards["run_command"]["kind"] == "execute" and "one\ntwo" in cards["run_command"]["output"], run
+    assert cards["list_dir"]["kind"] == "read" and "notes.txt" in cards["list_dir"]["output"], run
+    assert (hhome.cwd / "notes.txt").read_text() == "one\ntwo\n"
+    assert run.text == "all done"
+
+
+def test_host_tool_is_declared_in_process_and_answered_in_the_same_turn(hhome: HarnessHome) -> None:
+    model = hhome.serve(
+        one_turn([{"text": "calling. "}, {"call": {"name": "host_echo", "args": {"x": 1}}}], [{"text": "done."}])
+    )
+    run = hhome.turn("t4", "use the host tool")
+    ok(run)
+    [tool_use] = run.of("tool_use")
+    assert (tool_use["name"], tool_use["args"]) == ("host_echo", {"x": 1}), run
+    assert run.text == "calling. done.", run
+    assert len(run.of("turn_start")) == 1
+    first, second = model.requests()
+    declared = [f["name"] for t in first["body"]["tools"] for f in t.get("functionDeclarations", [])]
+    assert "host_echo" in declared
+    contents = second["body"]["contents"]
+    [response] = [p["functionResponse"] for c in contents for p in c["parts"] if "functionResponse" in p]
+    assert response["name"] == "host_echo"
+    assert 'echo {\\"x\\": 1}' in response["response"]["output"], response
+
+
+def test_deny_policy_is_enforced_inside_the_harness(hhome: HarnessHome) -> None:
+    model = hhome.serve(
+        one_turn(
+            [
+                {
+                    "call": {
+                        "name": "run_command",
+                        "args": {"CommandLine": "touch made", "Cwd": str(hhome.cwd), "WaitMsBeforeAsync": WAIT},
+                    }
+                }
+            ],
+            [{"text": "ok"}],
+        )
+    )
+    run = hhome.turn("t5", "run it", "--permissions", "deny")
+    ok(run)
+    assert not (hhome.cwd / "made").exists(), "the deny policy let a command run"
+    last = model.requests()[-1]
+    assert "denied by agy-host" in json.dumps(last["body"]["contents"]), last
+
+
+def test_dynamic_policy_asks_the_host_and_its_answer_is_kept(hhome: HarnessHome) -> None:
+    hhome.configure(permissions={"policy": "rules", "rules": [{"name": "run_command", "action": "deny"}]})
+    hhome.serve(
+        one_turn(
+            [
+                {
+                    "call": {
+                        "name": "run_command",
+                        "args": {"CommandLine": "touch made", "Cwd": str(hhome.cwd), "WaitMsBeforeAsync": WAIT},
+                    }
+                }
+            ],
+            [{"text": "ok"}],
+        )
+    )
+    run = hhome.turn("t6", "run it")
+    assert run.end.get("stop_reason") == "stop", run
+    [asked] = run.of("permission")
+    assert asked["selected"] == "reject" and asked["policy"] == "rules", run
+    assert asked["title"] == "Run: touch made"
+    assert not (hhome.cwd / "made").exists()
+    assert run.returncode == 5, "a denied tool is the documented exit 5"
+
+
+def test_resume_after_restart_continues_the_same_conversation(hhome: HarnessHome) -> None:
+    model = hhome.serve({"turns": [[[{"text": "first"}]], [[{"echo": True}]]]})
+    first = ok(hhome.turn("t7", "one"))
+    second_run = hhome.turn("t7", "two")
+    second = ok(second_run)
+    assert first["conversation_id"] and second["conversation_id"] == first["conversation_id"], second_run
+    assert second_run.text == "two"
+    last = model.requests()[-1]
+    assert last["turn"] == 2, "the model saw the earlier turn: the harness resumed it from its storage"
+
+
+def test_unknown_conversation_is_an_error_with_the_harness_reason(hhome: HarnessHome) -> None:
+    hhome.serve(one_turn([{"text": "never"}]))
+    ok(hhome.turn("t8", "hi"))
+    store = hhome.state / "sessions.json"
+    data = json.loads(store.read_text())
+    data["bindings"]["t8@harness"]["conversation_id"] = "0123456789abcdef0123456789abcdef"
+    store.write_text(json.dumps(data))
+    run = hhome.turn("t8", "again")
+    assert run.returncode != 0, run
+    assert "could not resume conversation 0123456789abcdef0123456789abcdef" in run.end["error"], run
+
+
+def test_budget_stop_is_a_clear_error(hhome: HarnessHome) -> None:
+    hhome.configure(harness={"max_model_calls": 2})
+    loop = [{"call": {"name": "list_dir", "args": {"DirectoryPath": "/"}}}]
+    hhome.serve(one_turn(loop, loop, loop, loop, loop))
+    run = hhome.turn("t9", "loop")
+    assert run.returncode == 1, run
+    assert "budget of model calls" in run.end["error"] and "max_model_calls" in run.end["error"], run
+
+
+def test_endpoint_down_fails_visibly(hhome: HarnessHome) -> None:
+    hhome.configure(harness={"api_retries": 1})
+    hhome.serve(one_turn([{"text": "x"}]))
+    assert hhome.model is not None
+    hhome.model.close()  # nothing listens there any more
+    run = hhome.turn("t10", "hi", timeout=180)
+    assert run.returncode == 1, run
+    assert run.end["stop_reason"] == "error" and run.end["error"].strip(), run
+
+
+def test_bad_key_fails_with_the_providers_words(hhome: HarnessHome) -> None:
+    hhome.serve(one_turn([{"text": "x"}]), api_key="the-right-key")
+    run = hhome.turn("t11", "hi", timeout=180)
+    assert run.returncode != 0, run
+    assert "API key" in run.end["error"] or "401" in run.end["error"], run
+
+
+def test_system_prompt_is_appended_to_antigravitys_and_not_sent_as_user_text(hhome: HarnessHome) -> None:
+    model = hhome.serve(one_turn([{"text": "brief"}]))
+    ok(hhome.turn("t12", "hi", "--system-prompt", "ALWAYS BE BRIEF"))
+    [request] = model.requests()
+    system = json.dumps(request["body"]["systemInstruction"])
+    assert "ALWAYS BE BRIEF" in system and "Antigravity" in system
+    assert "ALWAYS BE BRIEF" not in request["user_text"]
+    hhome.configure(harness={"system_prompt_mode": "replace"})
+    ok(hhome.turn("t12b", "hi", "--system-prompt", "ONLY THIS"))
+    system = json.dumps(model.requests()[-1]["body"]["systemInstruction"])
+    assert "ONLY THIS" in system and "You are Antigravity" not in system
+
+
+def test_inactivity_halts_the_harness_and_the_next_turn_works(hhome: HarnessHome) -> None:
+    hhome.configure(turn={"inactivity_minutes": 2.0 / 60})
+    hhome.serve({"turns": [[[{"text": "partial "}, {"hang": True}]], [[{"text": "fine"}]]]})
+    run = hhome.turn("t13", "hang")
+    assert run.returncode == 3 and run.end["error_kind"] == "inactivity", run
+    assert run.end["response"] == "partial ", run
+    ok(hhome.turn("t13", "again"))
+
+
+def test_ctrl_c_mid_text_aborts_with_the_harness_cancel_and_the_session_goes_on(hhome: HarnessHome) -> None:
+    hhome.serve({"turns": [[[{"text": "A1 "}, {"sleep": 30}, {"text": "never"}]], [[{"text": "after"}]]]})
+    argv = [sys.executable, "-m", "agy_host.cli.main", "run", "--engine", "harness", "--format", "json"]
+    argv += ["--session", "t14", "go"]
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(argv, env=hhome.env, cwd=hhome.cwd, stdout=pipe, stderr=pipe, text=True)
+    assert proc.stdout is not None
+    seen = ""
+    deadline = time.monotonic() + 60
+    while "A1" not in seen and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+    assert "A1" in seen, seen
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    waited = time.monotonic() - started
+    assert proc.returncode == 130, (seen + out, err)
+    end = [json.loads(line) for line in (seen + out).splitlines() if '"turn_end"' in line][-1]
+    assert end["stop_reason"] == "aborted", end
+    assert waited < 10, f"the cancel took {waited:.1f}s"
+    ok(hhome.turn("t14", "next"))
