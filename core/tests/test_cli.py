@@ -247,6 +247,13 @@ def test_engine_show_and_set(cli: Cli, agy_host_home: Any, monkeypatch: pytest.M
     code, out, _ = cli("engine")
     assert code == 0
     assert out.startswith("engine: echo (AGY_HOST_ENGINE is set)")
+    from agy_host.engines import installed_engines
+
+    for entry in installed_engines():  # what each installed engine drives, from its distribution
+        from importlib.metadata import distribution
+
+        summary = distribution(entry.distribution).metadata["Summary"]
+        assert f"{entry.name}  entry point" in out and summary in out, out
     monkeypatch.delenv("AGY_HOST_ENGINE")
     code, out, _ = cli("engine", "echo")
     assert code == 0

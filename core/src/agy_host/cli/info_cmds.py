@@ -167,8 +167,27 @@ def _show_engine(host: Host, fmt: str) -> None:
     if choice.name not in installed:
         typer.echo(f"  warning: {choice.name!r} is not installed", err=True)
     typer.echo("installed:" if installed else "installed: none")
+    summaries = _engine_summaries()
     for name, origin in installed.items():
         typer.echo(f"  {'*' if name == choice.name else ' '} {name}  {origin}")
+        if summaries.get(name):
+            typer.echo(f"      {summaries[name]}")
+    if len(installed) > 1:
+        typer.echo("choose one per command with --engine NAME, or keep one with `agy-host engine NAME`")
+
+
+def _engine_summaries() -> dict[str, str]:
+    """Each engine distribution's one-line summary (what it drives), read from
+    its metadata without importing it; only this command pays for it."""
+    from agy_host import entry_points
+    from agy_host.engines import ENGINE_GROUP
+
+    out: dict[str, str] = {}
+    for ep in entry_points.group(ENGINE_GROUP):
+        dist = getattr(ep, "dist", None)
+        if dist is not None:
+            out.setdefault(ep.name, dist.metadata.get("Summary") or "")
+    return out
 
 
 def _set_engine(host: Host, name: str, fmt: str) -> None:
