@@ -35,6 +35,7 @@ list of events::
     {"sleep": s}                   pause before the next event
     {"hang": true}                 stop sending; hold the stream open until the client leaves
     {"flood": {"chunks": n, "text": t}}    n text chunks of t, as fast as the socket takes them
+    {"touch": "/path"}             create that file (tells a test the stream got this far)
     {"error": {"status": 500, "message": "..."}}   answer this HTTP error instead (first event only)
 
 Without usage events no usage metadata is sent, as a model that reports none.
@@ -370,6 +371,8 @@ class Server:
                 await trio.sleep(float(value))
             elif kind == "hang":
                 await trio.sleep_forever()
+            elif kind == "touch":
+                await trio.Path(value).touch()
             else:
                 final = all(k != "part" for k, _ in chunks[i + 1 :])
                 frame = _gemini_frame([value], usage if final else None, final=final)
@@ -418,6 +421,8 @@ class Server:
                 await trio.sleep(float(value))
             elif kind == "hang":
                 await trio.sleep_forever()
+            elif kind == "touch":
+                await trio.Path(value).touch()
             elif "functionCall" in value:
                 finish = "tool_calls"
                 delta = {"role": "assistant", "tool_calls": [_openai_call(0, value["functionCall"], index=True)]}
@@ -434,7 +439,7 @@ class Server:
 
 
 def _gemini_chunks(reply: Reply, user_text: str) -> list[tuple[str, Any]]:
-    """A reply as ("part", part) / ("sleep", s) / ("hang", None) in order."""
+    """A reply as ("part", part) / ("sleep", s) / ("hang", None) / ("touch", path) in order."""
     out: list[tuple[str, Any]] = []
     for event in reply:
         if "text" in event:
@@ -451,6 +456,8 @@ def _gemini_chunks(reply: Reply, user_text: str) -> list[tuple[str, Any]]:
             out.append(("sleep", float(event["sleep"])))
         elif event.get("hang"):
             out.append(("hang", None))
+        elif "touch" in event:
+            out.append(("touch", str(event["touch"])))
         elif "flood" in event:
             flood = event["flood"]
             piece = {"text": str(flood.get("text", "x"))}

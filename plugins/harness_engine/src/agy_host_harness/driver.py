@@ -30,7 +30,14 @@ import trio
 
 from agy_host.concurrency import unwrap_single
 from agy_host.engine_turn import ParkedTurns, TurnFailed
-from agy_host.events import BridgeCallActivity, NoticeActivity, OutcomeActivity, PermissionActivity, PermissionOption
+from agy_host.events import (
+    BridgeCallActivity,
+    ErrorKind,
+    NoticeActivity,
+    OutcomeActivity,
+    PermissionActivity,
+    PermissionOption,
+)
 from agy_host.lifecycle import Lifecycle
 from agy_host.permissions import PermissionDecision, PermissionRequest
 from agy_host.timers import minutes
@@ -64,6 +71,9 @@ class HarnessDriver:
         self.conversations: dict[str, Conversation] = {}
         self._calls: dict[str, Conversation] = {}
         self._open: dict[int, HarnessTurn] = {}
+        #: The conversation each running turn was sent on (by turn id), so an
+        #: abort that cancels the turn mid-wait still knows where to halt.
+        self._conversation_of: dict[int, Conversation] = {}
         self.parked = ParkedTurns()
         self.lifecycle = Lifecycle()
         self.state = "idle"
@@ -303,6 +313,8 @@ class HarnessDriver:
             self.harness = None
             self.state = "dead"
             for conversation in list(self.conversations.values()):
+                if conversation.turn is not None:
+                    conversation.turn.on_closed(f"exit code {harness.returncode}")
                 await conversation.aclose()
 
     def _profile(self, turn: HarnessTurn) -> harness_config.Profile:
@@ -377,11 +389,11 @@ class HarnessDriver:
                 nursery.start_soon(turn.timers.watch)
                 try:
                     async with lock:
-                        conversation: Conversation | None = None
                         try:
                             with turn.scope:
-                                conversation, result = await self._drive(turn)
+                                result = await self._drive(turn)
                         finally:
+                            conversation = self._conversation_of.pop(turn.handle.turn_id, None)
                             if result is None:
                                 result = await self._interrupted(turn, conversation)
                             if conversation is not None and conversation.turn is turn:
@@ -407,13 +419,13 @@ class HarnessDriver:
         turn.cancel_decisions()
         turn.scope.cancel()
 
-    async def _drive(self, turn: HarnessTurn) -> tuple[Conversation | None, OutcomeActivity]:
+    async def _drive(self, turn: HarnessTurn) -> OutcomeActivity:
         req = turn.request
         try:
             system_block, blocks = prompting.split_system(req.prompt)
             parts = prompting.user_parts(blocks)
         except TurnFailed as exc:
-            return None, turn.failed(str(exc), exc.kind)
+            return turn.failed(str(exc), exc.kind)
         self.lifecycle.add("turn-start", session=req.session, turn=turn.handle.turn_id)
         conversation: Conversation | None = None
         with turn.timers.scope:
@@ -421,29 +433,31 @@ class HarnessDriver:
             try:
                 conversation = await self._conversation(turn, system_block)
             except TurnFailed as exc:
-                return None, turn.failed(str(exc), exc.kind)
+                return turn.failed(str(exc), exc.kind)
+            self._conversation_of[turn.handle.turn_id] = conversation
             conversation.turn = turn
             turn.start(conversation.cascade_id, conversation.usage)
             self.state = "running"
             if not await conversation.send({"userInput": {"parts": parts}}):
-                return conversation, turn.failed(
-                    f"the harness closed the conversation: {conversation.close_reason}", "exited"
-                )
+                return turn.failed(f"the harness closed the conversation: {conversation.close_reason}", "exited")
             turn.sent = True
             await turn.wire_done.wait()
         fired = turn.timers.expired()
+        kind: ErrorKind = "timeout" if fired == "deadline" else "inactivity"
+        if conversation is None or not turn.sent:
+            return turn.failed(f"the harness did not start a conversation within the {fired or 'turn'} budget", kind)
         if fired is not None and not turn.wire_done.is_set():
             await self._halt(turn, conversation, f"timer:{fired}")
             turn.emit_usage()
             if fired == "deadline":
-                return conversation, turn.failed(
-                    f"the harness exceeded the {minutes(req.timeout_s)} turn deadline", "timeout"
-                )
-            return conversation, turn.failed(f"the harness was silent for {minutes(req.inactivity_s)}", "inactivity")
-        if fired is not None and not turn.sent:
-            return conversation, turn.failed(f"the harness did not start within the {fired} budget", "timeout")
+                return turn.failed(f"the harness exceeded the {minutes(req.timeout_s)} turn deadline", kind)
+            return turn.failed(f"the harness was silent for {minutes(req.inactivity_s)}", kind)
         turn.emit_usage()
-        return conversation, outcome.settle(turn, self.harness)
+        harness = conversation.harness
+        if turn.socket_closed and harness.alive:
+            with trio.move_on_after(0.5):  # a socket that drops mid-turn: is the harness going too?
+                await harness.exited.wait()
+        return outcome.settle(turn, harness)
 
     async def _interrupted(self, turn: HarnessTurn, conversation: Conversation | None) -> OutcomeActivity:
         """Aborted (or cancelled) while the harness worked on the turn: its own cancel."""

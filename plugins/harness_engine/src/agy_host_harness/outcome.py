@@ -33,6 +33,8 @@ def settle(turn: HarnessTurn, harness: HarnessProcess | None) -> OutcomeActivity
         said = harness.reason() if harness is not None else ""
         gone = harness is None or not harness.alive
         what = "the harness exited" if gone else "the harness closed the conversation"
+        if gone and harness is not None and harness.returncode is not None:
+            said = f"exit code {harness.returncode}" + (f"; {said}" if said else "")
         detail = f": {said}" if said else f" ({turn.socket_closed})"
         return turn.failed(f"{what} mid-turn{detail}", "exited")
     stop = turn.stop_reason

@@ -60,7 +60,7 @@ class HarnessTurn(EngineTurn):
             self.wire_done.set()
 
     def on_closed(self, reason: str) -> None:
-        self.socket_closed = reason
+        self.socket_closed = self.socket_closed or reason  # the first reason is the cause
         self.wire_done.set()
 
     def wire_notice(self, message: str) -> None:
