@@ -156,13 +156,6 @@ def typecheck(session: nox.Session) -> None:
 
 _ENGINE_PARAMS = sorted(ENGINES) or ["(none)"]
 
-#: Engines whose parity rig (tests/parity/rigs.py) is not written yet: their
-#: parity session is skipped with this reason, in the open, never silently.
-PARITY_PENDING = {
-    "harness": "the parity rig for the harness engine (a scripted model API behind the real localharness) "
-    "is not written yet; the engine's own suite runs the real binary in `nox -s tests`",
-}
-
 
 @nox.session
 @nox.parametrize("engine", _ENGINE_PARAMS)
@@ -172,8 +165,6 @@ def parity(session: nox.Session, engine: str) -> None:
     ``-- --report`` also rewrites docs/parity.md from every engine's results."""
     if engine not in ENGINES:
         session.skip("no engine plugin found: no plugins/*/pyproject.toml declares an agy_host.engines entry point")
-    if engine in PARITY_PENDING:
-        session.skip(PARITY_PENDING[engine])
     if not PARITY_SUITE.is_dir():
         session.error(f"{PARITY_SUITE} is missing: the parity suite cannot run for {engine!r}")
     companions = [ROOT / "plugins" / name for name in PARITY_COMPANIONS]

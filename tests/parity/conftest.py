@@ -95,7 +95,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         engines = selected_engines(metafunc.config)
         if not engines:
             raise pytest.UsageError(
-                "no engine with a parity rig is installed: install agy-host-acp or agy-host-stream-json"
+                "no engine with a parity rig is installed: install agy-host-acp, agy-host-stream-json "
+                "or agy-host-harness"
             )
         metafunc.parametrize("engine", engines)
 
@@ -107,6 +108,9 @@ def rig(engine: str, tmp_path: Path) -> Iterator[Rig]:
     passed with an invalid message fails here)."""
     made = RIGS[engine](tmp_path / "rig")
     yield made
+    close = getattr(made, "close", None)
+    if callable(close):
+        close()
     if isinstance(made, AcpRig):
         from conformance.schema import validate_client_message
 

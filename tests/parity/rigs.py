@@ -702,7 +702,193 @@ class StreamJsonRig(Rig):
         return StreamJsonAgent(fake, {"AGY_BIN": binary}, auth)
 
 
-RIGS: dict[str, type[Rig]] = {rig.engine: rig for rig in (AcpRig, StreamJsonRig)}
+# -- harness -------------------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[2]
+#: Tools the bridge answers itself: on the harness they are MCP tools (the
+#: harness's lazy ``call_mcp_tool``); every other host tool is declared in-process.
+BRIDGE_ONLY = {"activate_skill", "bridge_poll_result"}
+#: What the scripted model API answers a request with a wrong key.
+BAD_KEY_MESSAGE = "API key not valid. Please pass a valid API key."
+_DENIED_OUTPUT = ("denied", "rejected", "not allowed")
+
+
+def harness_binary() -> str:
+    """The real localharness: ``$ANTIGRAVITY_HARNESS_PATH``, else the repository's
+    cache, provisioned from the pinned wheel on first use."""
+    given = os.environ.get("ANTIGRAVITY_HARNESS_PATH", "").strip()
+    if given:
+        return given
+    cache = REPO / ".cache" / "harness"
+    binary = cache / "current" / "localharness"
+    if not binary.is_file():
+        proc = subprocess.run(
+            [sys.executable, "-m", "agy_host_harness.install", "--dir", str(cache), "--if-missing"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"provisioning the pinned harness failed:\n{proc.stdout}\n{proc.stderr}")
+    return str(binary)
+
+
+class HarnessAgent(Agent):
+    """What the real harness was told (the engine's frame recording) and what
+    it asked the scripted model (the model API's request log)."""
+
+    def __init__(self, model: Any, record: Path, env: dict[str, str], auth_message: str) -> None:
+        super().__init__(env=env, args=[], auth_message=auth_message)
+        self.model = model
+        self.record = record
+
+    def _frames(self) -> list[dict[str, Any]]:
+        if not self.record.exists():
+            return []
+        return [json.loads(line) for line in self.record.read_text().splitlines() if line.strip()]
+
+    def _sent(self) -> list[dict[str, Any]]:
+        return [f["frame"] for f in self._frames() if f["dir"] == "out"]
+
+    def prompts(self) -> list[str]:
+        """Each user input as text; a new conversation's first one is led by
+        the system block its config carried (sent once, at its start)."""
+        out: list[str] = []
+        system = ""
+        for frame in self._sent():
+            config = frame.get("config")
+            if config is not None:
+                system = ""
+                if config.get("sessionContinuationMode") == "CREATE_ONLY":
+                    sections = config.get("systemInstructions", {}).get("appended", {}).get("appendedSections", [])
+                    system = "".join(str(s.get("content", "")) for s in sections)
+            elif "userInput" in frame:
+                parts = [str(p["text"]) for p in frame["userInput"]["parts"] if "text" in p]
+                out.append(INLINE_SEPARATOR.join([system, *parts] if system else parts))
+                system = ""
+        return out
+
+    def resumed(self) -> list[str]:
+        return [
+            str(f["config"]["cascadeId"])
+            for f in self._sent()
+            if "config" in f and f["config"].get("sessionContinuationMode") == "RESUME"
+        ]
+
+    def models(self) -> list[str]:
+        out: list[str] = []
+        current = ""
+        for frame in self._sent():
+            if "config" in frame:
+                model = frame["config"]["models"][0]
+                level = model.get("geminiApiEndpoint", {}).get("options", {}).get("thinkingLevel")
+                current = f"{model['name']}-{level}" if level else str(model["name"])
+            elif "userInput" in frame:
+                out.append(current)
+        return out
+
+    def permission_answers(self) -> list[str]:
+        """How each command the model asked for was settled, from the
+        function responses the harness sent the model (once per call)."""
+        seen: dict[str, str] = {}
+        for request in self.model.requests():
+            for content in request.get("body", {}).get("contents", []):
+                for part in content.get("parts", []):
+                    response = part.get("functionResponse") if isinstance(part, dict) else None
+                    if not response or response.get("name") != "run_command":
+                        continue
+                    text = json.dumps(response.get("response", {})).lower()
+                    denied = any(word in text for word in _DENIED_OUTPUT)
+                    seen.setdefault(str(response.get("id")), "denied" if denied else "allowed")
+        return list(seen.values())
+
+
+class HarnessRig(Rig):
+    """The harness engine on the real ``localharness`` (the pinned wheel's),
+    its model replaced by the kit's scripted model API: a script's turns are
+    the model's replies, one list per user request; a bridge tool call ends a
+    model reply and the next one reports the tool's result."""
+
+    engine: ClassVar[str] = "harness"
+
+    def translate(self, steps: list[Step]) -> list[list[Step]]:
+        replies: list[list[Step]] = [[]]
+        for step in steps:
+            ((kind, value),) = step.items()
+            reply = replies[-1]
+            if kind == "say":
+                reply.append({"text": value})
+            elif kind == "resend":
+                # the harness streams deltas it computes itself: the model sends the new text
+                pieces = [value[0]] + [value[i][len(value[i - 1]) :] for i in range(1, len(value))]
+                reply.append({"text": pieces})
+            elif kind in ("sleep", "hang"):
+                reply.append(step)
+            elif kind == "tick":
+                every, text = float(value.get("every", 0.1)), str(value.get("text", "tick"))
+                reply.extend(e for _ in range(3000) for e in ({"sleep": every}, {"text": text}))
+            elif kind == "echo":
+                reply.append({"echo": True})
+            elif kind == "usage":
+                reply.append({"usage": {"input": value["input"], "output": value["output"]}})
+            elif kind == "mcp_call":
+                tool, args = str(value["tool"]), dict(value.get("arguments", {}))
+                if tool in BRIDGE_ONLY:
+                    call = {
+                        "name": "call_mcp_tool",
+                        "args": {"ServerName": "agy-host-bridge", "ToolName": tool, "Arguments": args},
+                    }
+                else:
+                    call = {"name": tool, "args": args}
+                reply.append({"call": call})
+                replies.append([{"tool_result": True}])
+            elif kind == "permission":
+                reply.append(
+                    {"call": {"name": "run_command", "args": {"CommandLine": "ls", "WaitMsBeforeAsync": 5000}}}
+                )
+                replies.append([{"verdict": True}])
+            elif kind == "fail":
+                replies[-1] = [{"error": {"status": 400, "message": value}}]
+            else:
+                raise ValueError(f"the harness rig has no form for abstract step {kind!r}")
+        return replies
+
+    def agent(self, script: Script) -> HarnessAgent:
+        from agy_host.testing.fake_model_api import ModelApiProcess
+
+        self.count += 1
+        folder = self.workdir / f"model-{self.count}"
+        turns = [self.translate(turn) for turn in script.turns]
+        if not script.reports_usage:
+            turns = [[[e for e in reply if "usage" not in e] for reply in turn] for turn in turns]
+        model = ModelApiProcess(folder, {"turns": turns}, api_key=None if script.signed_in else "the-right-key")
+        binary = harness_binary()
+        if not script.installed:
+            binary = str(self.workdir / "not-installed" / "localharness")
+            Path(binary).parent.mkdir(parents=True, exist_ok=True)
+            Path(binary).write_text("#!/nonexistent/parity/interpreter\n")
+            Path(binary).chmod(0o755)
+        record = folder / "frames.jsonl"
+        env = {
+            "ANTIGRAVITY_HARNESS_PATH": binary,
+            "GOOGLE_GEMINI_BASE_URL": model.url,
+            "GEMINI_API_KEY": "parity-key",
+            "AGY_HOST_HARNESS_MODELS": ",".join(m[0] for m in MODELS),
+            "AGY_HOST_HARNESS_RECORD": str(record),
+        }
+        self.models.append(model)
+        return HarnessAgent(model, record, env, BAD_KEY_MESSAGE)
+
+    def __init__(self, workdir: Path) -> None:
+        super().__init__(workdir)
+        self.models: list[Any] = []
+
+    def close(self) -> None:
+        for model in self.models:
+            model.close()
+
+
+RIGS: dict[str, type[Rig]] = {rig.engine: rig for rig in (AcpRig, StreamJsonRig, HarnessRig)}
 
 
 def installed_engines() -> list[str]:

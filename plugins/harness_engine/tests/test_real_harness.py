@@ -123,6 +123,8 @@ def test_deny_policy_is_enforced_inside_the_harness(hhome: HarnessHome) -> None:
     assert not (hhome.cwd / "made").exists(), "the deny policy let a command run"
     last = model.requests()[-1]
     assert "denied by agy-host" in json.dumps(last["body"]["contents"]), last
+    cards = [e for e in run.of("tool") if e["name"] == "run_command"]
+    assert cards and cards[-1]["status"] == "denied", f"the static denial is shown as a denied tool card: {run!r}"
 
 
 def test_dynamic_policy_asks_the_host_and_its_answer_is_kept(hhome: HarnessHome) -> None:

@@ -36,6 +36,8 @@ list of events::
     {"hang": true}                 stop sending; hold the stream open until the client leaves
     {"flood": {"chunks": n, "text": t}}    n text chunks of t, as fast as the socket takes them
     {"touch": "/path"}             create that file (tells a test the stream got this far)
+    {"tool_result": true}          "tool result: " and the last tool's output (a host tool's own text)
+    {"verdict": true}              "DENIED" when the last tool was refused, else "PERMITTED"
     {"error": {"status": 500, "message": "..."}}   answer this HTTP error instead (first event only)
 
 Without usage events no usage metadata is sent, as a model that reports none.
@@ -130,6 +132,50 @@ def gemini_position(body: dict[str, Any]) -> tuple[str, int, int]:
         text = "\n".join(_texts(contents[last]))
     calls = sum(_responses(c) for c in contents[last + 1 :])
     return text, len(marked), calls
+
+
+_FENCED_JSON = re.compile(r"```json\s*(.*?)\s*```", re.S)
+_DENIED = re.compile(r"denied|rejected|not allowed|refused", re.I)
+
+
+def tool_output(raw: str) -> str:
+    """A tool's own output inside the harness's function response text: the
+    fenced JSON of a host tool (``{"output": ...}``), a command's output, or
+    the text as it is."""
+    fenced = _FENCED_JSON.search(raw)
+    if fenced:
+        try:
+            value = json.loads(fenced.group(1))
+        except ValueError:
+            return fenced.group(1)
+        if isinstance(value, dict) and "output" in value:
+            return str(value["output"])
+        return fenced.group(1)
+    marker = raw.find("Output:\n")
+    if marker >= 0:
+        return raw[marker + len("Output:\n") :].strip()
+    lines = raw.split("\n")
+    while lines and lines[0].startswith(("Created At:", "Completed At:")):
+        lines.pop(0)  # the harness's own header on a tool's answer
+    return "\n".join(lines)
+
+
+def last_gemini_output(body: dict[str, Any]) -> str:
+    for content in reversed(body.get("contents") or []):
+        for part in reversed(content.get("parts") or []):
+            if isinstance(part, dict) and "functionResponse" in part:
+                response = part["functionResponse"].get("response")
+                if isinstance(response, dict) and isinstance(response.get("output"), str):
+                    return str(response["output"])
+                return json.dumps(response)
+    return ""
+
+
+def last_openai_output(body: dict[str, Any]) -> str:
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "tool":
+            return _openai_text(message.get("content"))
+    return ""
 
 
 def _texts(content: dict[str, Any]) -> list[str]:
@@ -331,7 +377,8 @@ class Server:
                 }
             )
             reply = self.script.reply(text, turn, call)
-            await self._gemini(conn, reply, text, stream=gemini.group(2) == "streamGenerateContent")
+            last = last_gemini_output(body)
+            await self._gemini(conn, reply, text, last, stream=gemini.group(2) == "streamGenerateContent")
             return
         if url.path.rstrip("/").endswith("/chat/completions"):
             auth = request.headers.get("authorization", "")
@@ -344,7 +391,10 @@ class Server:
             self._record(
                 {"path": url.path, "model": model, "user_text": text, "turn": turn, "call": call, "body": body}
             )
-            await self._openai(conn, self.script.reply(text, turn, call), text, model, bool(body.get("stream")))
+            reply = self.script.reply(text, turn, call)
+            await self._openai(
+                conn, reply, text, last_openai_output(body), model=model, stream=bool(body.get("stream"))
+            )
             return
         await conn.respond(404, _dumps({"error": {"code": 404, "message": f"no route {url.path}"}}))
 
@@ -354,13 +404,13 @@ class Server:
         error = {"code": status, "message": message, "status": _GOOGLE_STATUS.get(status, "UNKNOWN")}
         await conn.respond(status, _dumps({"error": error}))
 
-    async def _gemini(self, conn: Connection, reply: Reply, user_text: str, *, stream: bool) -> None:
+    async def _gemini(self, conn: Connection, reply: Reply, user_text: str, last: str, *, stream: bool) -> None:
         if reply and "error" in reply[0]:
             err = reply[0]["error"]
             await self._gemini_error(conn, int(err.get("status", 500)), str(err.get("message", "scripted error")))
             return
         usage = next((_usage_counts(e) for e in reply if "usage" in e), None)
-        chunks = list(_gemini_chunks(reply, user_text))
+        chunks = list(_gemini_chunks(reply, user_text, last))
         if not stream:
             parts = [p for kind, p in chunks if kind == "part"]
             await conn.respond(200, _dumps(_gemini_frame(parts, usage, final=True)))
@@ -383,7 +433,9 @@ class Server:
 
     # -- OpenAI -----------------------------------------------------------------------
 
-    async def _openai(self, conn: Connection, reply: Reply, user_text: str, model: str, stream: bool) -> None:
+    async def _openai(
+        self, conn: Connection, reply: Reply, user_text: str, last: str, *, model: str, stream: bool
+    ) -> None:
         if reply and "error" in reply[0]:
             err = reply[0]["error"]
             body = {"error": {"message": str(err.get("message", "scripted error")), "type": "server_error"}}
@@ -399,7 +451,7 @@ class Server:
             if usage
             else None
         )
-        chunks = [(k, v) for k, v in _gemini_chunks(reply, user_text) if not (k == "part" and v.get("thought"))]
+        chunks = [(k, v) for k, v in _gemini_chunks(reply, user_text, last) if not (k == "part" and v.get("thought"))]
         if not stream:
             text = "".join(str(v.get("text", "")) for k, v in chunks if k == "part")
             calls = [_openai_call(i, v["functionCall"]) for i, (k, v) in enumerate(chunks) if "functionCall" in v]
@@ -430,15 +482,15 @@ class Server:
             else:
                 delta = {"role": "assistant", "content": value.get("text", "")}
                 await conn.chunk(b"data: " + _dumps({**base, "choices": [{"index": 0, "delta": delta}]}) + b"\n\n")
-        last = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
-        await conn.chunk(b"data: " + _dumps(last) + b"\n\n")
+        closing = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
+        await conn.chunk(b"data: " + _dumps(closing) + b"\n\n")
         if usage_obj:
             await conn.chunk(b"data: " + _dumps({**base, "choices": [], "usage": usage_obj}) + b"\n\n")
         await conn.chunk(b"data: [DONE]\n\n")
         await conn.end_stream()
 
 
-def _gemini_chunks(reply: Reply, user_text: str) -> list[tuple[str, Any]]:
+def _gemini_chunks(reply: Reply, user_text: str, last_output: str = "") -> list[tuple[str, Any]]:
     """A reply as ("part", part) / ("sleep", s) / ("hang", None) / ("touch", path) in order."""
     out: list[tuple[str, Any]] = []
     for event in reply:
@@ -449,6 +501,10 @@ def _gemini_chunks(reply: Reply, user_text: str) -> list[tuple[str, Any]]:
             out.append(("part", {"text": str(event["thought"]), "thought": True}))
         elif event.get("echo"):
             out.append(("part", {"text": user_text}))
+        elif event.get("tool_result"):
+            out.append(("part", {"text": "tool result: " + tool_output(last_output)}))
+        elif event.get("verdict"):
+            out.append(("part", {"text": "DENIED" if _DENIED.search(last_output) else "PERMITTED"}))
         elif "call" in event:
             call = event["call"]
             out.append(("part", {"functionCall": {"name": call["name"], "args": call.get("args", {})}}))

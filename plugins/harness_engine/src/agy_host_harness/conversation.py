@@ -27,6 +27,24 @@ from agy_host_harness.process import HarnessProcess
 from agy_host_harness.turn import HarnessTurn
 from agy_host_harness.websocket import WebSocket, WebSocketClosed, WebSocketError
 
+RECORD_ENV = "AGY_HOST_HARNESS_RECORD"
+
+
+class Recorder:
+    """``$AGY_HOST_HARNESS_RECORD=FILE``: every frame of every conversation,
+    appended as one JSON line (``{"dir": "out"|"in", "frame": ...}``), for
+    recording fixtures and for tests that assert on the wire. Written
+    synchronously: a debugging aid, off unless asked for."""
+
+    def __init__(self, path: str) -> None:
+        self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with the driver
+
+    def add(self, direction: str, frame: str) -> None:
+        self._file.write('{"dir": "' + direction + '", "frame": ' + frame + "}\n")
+
+    def close(self) -> None:
+        self._file.close()
+
 
 class FrameSink(Protocol):
     def on_frame(self, conversation: Conversation, event: wire.OutputEvent) -> None: ...
@@ -37,8 +55,18 @@ class FrameSink(Protocol):
 
 
 class Conversation:
-    def __init__(self, ws: WebSocket, session: str, cascade_id: str, profile: Profile, harness: HarnessProcess) -> None:
+    def __init__(
+        self,
+        ws: WebSocket,
+        session: str,
+        cascade_id: str,
+        profile: Profile,
+        harness: HarnessProcess,
+        *,
+        recorder: Recorder | None = None,
+    ) -> None:
         self.ws = ws
+        self.recorder = recorder
         self.session = session
         self.cascade_id = cascade_id
         self.profile = profile
@@ -59,6 +87,7 @@ class Conversation:
         config: dict[str, Any],
         profile: Profile,
         timeout_s: float,
+        recorder: Recorder | None = None,
     ) -> Conversation:
         out = harness.output
         assert out is not None
@@ -70,9 +99,15 @@ class Conversation:
             raise TurnFailed(f"could not reach the harness's socket: {exc}", "protocol") from exc
         try:
             with trio.fail_after(timeout_s):
-                await ws.send(wire.encode({"config": config}))
+                first = wire.encode({"config": config})
+                if recorder is not None:
+                    recorder.add("out", first)
+                await ws.send(first)
                 while True:
-                    event = wire.decode(await ws.receive())
+                    text = await ws.receive()
+                    if recorder is not None:
+                        recorder.add("in", text)
+                    event = wire.decode(text)
                     init = event.initialize_conversation_response
                     if init is not None:
                         break
@@ -88,7 +123,7 @@ class Conversation:
         except BaseException:
             await ws.aclose()
             raise
-        conversation = cls(ws, session, init.cascade_id or resuming, profile, harness)
+        conversation = cls(ws, session, init.cascade_id or resuming, profile, harness, recorder=recorder)
         conversation.usage = init.cumulative_usage
         return conversation
 
@@ -96,8 +131,11 @@ class Conversation:
         """Send one frame; ``False`` when the socket is gone (the reader reports why)."""
         if self.closed:
             return False
+        text = wire.encode(message)
+        if self.recorder is not None:
+            self.recorder.add("out", text)
         try:
-            await self.ws.send(wire.encode(message))
+            await self.ws.send(text)
         except WebSocketError:
             return False
         return True
@@ -109,6 +147,8 @@ class Conversation:
             while True:
                 text = await self.ws.receive()
                 self.frames += 1
+                if self.recorder is not None:
+                    self.recorder.add("in", text)
                 try:
                     event = wire.decode(text)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -46,9 +46,8 @@ from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host_harness import harness_config, outcome, prompting, wire
 from agy_host_harness.binary import INSTALL_HINT
 from agy_host_harness.bootstrap import BootstrapError
-from agy_host_harness.conversation import Conversation
+from agy_host_harness.conversation import RECORD_ENV, Conversation, Recorder
 from agy_host_harness.process import HarnessProcess, SpawnError
-from agy_host_harness.settings import EFFORTS
 from agy_host_harness.turn import HarnessTurn
 
 if TYPE_CHECKING:
@@ -79,6 +78,8 @@ class HarnessDriver:
         self.state = "idle"
         self.closed = False
         self.last_conversation: str | None = None
+        path = engine.ctx.env.get(RECORD_ENV, "").strip()
+        self.recorder = Recorder(path) if path else None
         self.stats = dict.fromkeys(
             ("spawns", "turns", "conversations", "resumes", "reopens", "host_tools", "permissions", "bad_frames"), 0
         )
@@ -156,6 +157,8 @@ class HarnessDriver:
             if harness is not None:
                 await harness.close()
                 self.lifecycle.add("exit", pid=harness.pid, code=harness.returncode, why="shutdown")
+        if self.recorder is not None:
+            self.recorder.close()
         self.state = "closed"
 
     # -- frames (the conversation readers) ------------------------------------------------
@@ -164,20 +167,14 @@ class HarnessDriver:
         turn = conversation.turn
         if event.usage_update is not None and event.usage_update.total is not None:
             conversation.usage = event.usage_update.total
-            if turn is not None:
-                turn.usage_now = event.usage_update.total
         if turn is None or turn.handle.closed:
             if event.tool_call is not None:
                 self._nursery.start_soon(conversation.send, _no_turn_answer(event.tool_call.id))
             elif event.policy_decision_request is not None:
                 self._nursery.start_soon(conversation.send, _deny(event.policy_decision_request, "no turn is running"))
             return
-        turn.timers.touch()
-        if (step := event.step_update) is not None:
-            turn.mapper.step(step)
-        elif (state := event.trajectory_state_update) is not None:
-            turn.on_state(state)
-        elif (call := event.tool_call) is not None:
+        turn.on_event(event)
+        if (call := event.tool_call) is not None:
             self._host_tool(conversation, turn, call)
         elif (ask := event.policy_decision_request) is not None:
             self._nursery.start_soon(self._decide, conversation, turn, ask)
@@ -319,19 +316,11 @@ class HarnessDriver:
 
     def _profile(self, turn: HarnessTurn) -> harness_config.Profile:
         req = turn.request
-        effort = req.effort or None
-        if effort is not None and effort not in EFFORTS:
-            turn.emit(
-                NoticeActivity(
-                    level="warning",
-                    message=f"effort {effort!r} is not one the harness takes ({', '.join(EFFORTS)}); "
-                    "using the model's own",
-                    code="settings",
-                )
-            )
-            effort = None
+        model, effort, note = self.engine.catalog.resolve(req.model or self.settings.model, req.effort or None)
+        if note:
+            turn.emit(NoticeActivity(level="warning", message=note, code="settings"))
         return harness_config.Profile(
-            model=req.model or self.settings.model,
+            model=model,
             effort=effort,
             cwd=req.cwd,
             policy=self.engine.ctx.permission_policy,
@@ -366,7 +355,12 @@ class HarnessDriver:
             cascade_id=wanted,
         )
         conversation = await Conversation.open(
-            harness, session=req.session, config=config, profile=profile, timeout_s=self.settings.start_timeout_seconds
+            harness,
+            session=req.session,
+            config=config,
+            profile=profile,
+            timeout_s=self.settings.start_timeout_seconds,
+            recorder=self.recorder,
         )
         if wanted:
             self.stats["resumes"] += 1

@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import msgspec
 
 from agy_host import fsutil
-from agy_host.engines import Engine, EngineCapabilities, EngineContext, ModelCatalog, ModelInfo
+from agy_host.engines import Engine, EngineCapabilities, EngineContext, ModelCatalog
 from agy_host_harness import binary as binary_mod
+from agy_host_harness import models as models_mod
 from agy_host_harness import pin
 from agy_host_harness.harness_config import Endpoint, endpoint
-from agy_host_harness.settings import EFFORTS, SECTION, narrow
+from agy_host_harness.settings import SECTION, narrow
 
 if TYPE_CHECKING:
     from agy_host.diagnostics import DiagnosticReport
@@ -49,6 +50,7 @@ class HarnessEngine(Engine):
         self.settings = narrow(ctx.config.section(SECTION), ctx.warn)
         self.binary = binary_mod.resolve(self.settings.bin, ctx.env)
         self.endpoint: Endpoint = endpoint(self.settings, ctx.env)
+        self.catalog = models_mod.catalog(self.settings, ctx.env, thinking=self.endpoint.kind != "openai")
         root = ctx.state_dir / "harness"
         self.paths = Paths(
             home=Path(self.settings.home).expanduser() if self.settings.home else root / "home",
@@ -119,12 +121,10 @@ class HarnessEngine(Engine):
     # -- models ----------------------------------------------------------------------------
 
     async def list_models(self) -> ModelCatalog:
-        """The configured models (the harness has no catalog call); the
-        Gemini endpoints take the effort tiers as thinking levels."""
-        efforts = [] if self.endpoint.kind == "openai" else list(EFFORTS)
+        """The configured models, folded like Antigravity's catalog (the
+        harness has no catalog call); see :mod:`.models`."""
         current = self.ctx.config.model or self.settings.model
-        models = [ModelInfo(id=m, name=m, efforts=efforts, current=m == current) for m in self.settings.models]
-        return ModelCatalog(models=models, source="config", current=current)
+        return ModelCatalog(models=self.catalog.models, source="config", current=current)
 
     # -- doctor ----------------------------------------------------------------------------
 

@@ -38,6 +38,10 @@ from agy_host_harness.settings import HarnessSettings
 GATED_TOOLS = ("run_command", "write_to_file", "replace_file_content", "multi_replace_file_content")
 ANY_OBJECT: dict[str, Any] = {"type": "object", "properties": {}}
 SYSTEM_TITLE = "Instructions from agy-host"
+#: The reason of a static denial, after the tool's name: the harness reports
+#: a denied call only as an error step with this text, so the mapping finds
+#: the tool there (``run_command denied by ...``).
+STATIC_DENIAL = "denied by agy-host's permission policy 'deny'"
 
 
 class Profile(msgspec.Struct, kw_only=True, frozen=True):
@@ -117,8 +121,12 @@ def policy_config(policy: str, skip_permissions: bool) -> dict[str, Any] | None:
     if skip_permissions or policy == "auto":
         return None  # the harness allows by default
     if policy == "deny":
-        reason = "denied by agy-host's permission policy 'deny'"
-        return {"rules": [{"tool": t, "decision": "POLICY_DECISION_DENY", "denyReason": reason} for t in GATED_TOOLS]}
+        return {
+            "rules": [
+                {"tool": t, "decision": "POLICY_DECISION_DENY", "denyReason": f"{t} {STATIC_DENIAL}"}
+                for t in GATED_TOOLS
+            ]
+        }
     asked: list[dict[str, Any]] = [
         {"tool": t, "decision": "POLICY_DECISION_ASK_USER", "isDynamic": True, "ruleId": f"agy-host:{t}"}
         for t in GATED_TOOLS
@@ -213,6 +221,7 @@ def build(
 
 __all__ = [
     "GATED_TOOLS",
+    "STATIC_DENIAL",
     "Endpoint",
     "Profile",
     "build",

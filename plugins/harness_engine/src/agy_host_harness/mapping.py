@@ -34,6 +34,7 @@ from agy_host.events import (
     ToolStartActivity,
 )
 from agy_host_harness import wire
+from agy_host_harness.harness_config import STATIC_DENIAL
 
 #: Command output kept on a card (the rest is elided, the head and tail kept).
 MAX_OUTPUT_CHARS = 16_000
@@ -137,6 +138,15 @@ class StepMapper:
     def _error(self, step: wire.StepUpdate) -> None:
         message = step.error_message or (step.error.error_message if step.error else "") or step.text_delta
         if step.state != wire.STEP_ERROR or not message:
+            return
+        tool, _, rest = message.partition(" ")
+        if rest == STATIC_DENIAL:
+            # a tool the host's static policy denied inside the harness: shown as a denied card
+            call_id = f"{(step.trajectory_id or self.main)[:12]}-{step.step_index}"
+            self._emit(
+                ToolStartActivity(call_id=call_id, name=tool, kind="execute" if tool == "run_command" else "edit")
+            )
+            self._emit(ToolErrorActivity(call_id=call_id, name=tool, message=message, denied=True))
             return
         detail = step.text or message
         if detail not in self.errors:

@@ -35,7 +35,9 @@ class HarnessSettings(msgspec.Struct, kw_only=True):
     bin: str = ""
     #: The model when a turn names none (core ``model`` and ``--model`` win).
     model: str = DEFAULT_MODEL
-    #: The models ``agy-host models`` lists (the harness has no catalog call).
+    #: The models ``agy-host models`` lists (the harness has no catalog call;
+    #: ``$AGY_HOST_HARNESS_MODELS`` wins); tier slugs (``-low``/``-high``) fold
+    #: into families with efforts, as Antigravity's catalog does.
     models: list[str] = msgspec.field(default_factory=lambda: [DEFAULT_MODEL])
     #: Gemini API: the environment variable holding the key.
     api_key_env: str = "GEMINI_API_KEY"

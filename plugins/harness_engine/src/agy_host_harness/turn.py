@@ -50,6 +50,17 @@ class HarnessTurn(EngineTurn):
         self.usage_start = usage
         self.usage_now = usage
 
+    def on_event(self, event: wire.OutputEvent) -> None:
+        """The turn's own share of a frame: steps, the trajectory's state,
+        usage. (Host tools and policy questions need the driver.)"""
+        self.timers.touch()
+        if event.usage_update is not None and event.usage_update.total is not None:
+            self.usage_now = event.usage_update.total
+        if (step := event.step_update) is not None:
+            self.mapper.step(step)
+        elif (state := event.trajectory_state_update) is not None:
+            self.on_state(state)
+
     def on_state(self, update: wire.TrajectoryState) -> None:
         if update.trajectory_id != self.mapper.main or not self.sent:
             return
