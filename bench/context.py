@@ -22,10 +22,11 @@ class Sizes:
     scale_chunks: int = 5_000
     bridge_calls: int = 1_000
     cli_runs: int = 5
+    harness_flood: int = 50_000
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(flood=5_000, scale_sessions=4, scale_chunks=500, bridge_calls=50, cli_runs=1)
+        return cls(flood=5_000, scale_sessions=4, scale_chunks=500, bridge_calls=50, cli_runs=1, harness_flood=2_000)
 
 
 @dataclass

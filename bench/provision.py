@@ -4,6 +4,8 @@
   (``agent-client-protocol==0.12.1``), installed against
   ``bench/peers/acp-sdk.txt`` (the exact set measured here), with ``uv`` when
   one is found, else ``pip``.
+* ``antigravity-sdk-0.1.22/``: a venv with Google's ``google-antigravity``
+  0.1.22 and all its dependencies (the harness engine's peer).
 * ``acpx-0.19.1/``: ``npm install`` of ``bench/peers/package.json`` and its lock
   (``acpx@0.19.1`` pinned: a plain ``npm i acpx`` on Node 20 resolves to
   0.1.15, which lacks most of what is measured). acpx asks for Node >= 22.13
@@ -263,10 +265,61 @@ def provision_acpx(cache: Path | None = None) -> Peer:
         return Peer("acpx", root, entry, ACPX_VERSION, False, seconds)
 
 
+# ---------------------------------------------------------------------------
+# Google's Antigravity SDK (the harness engine's peer)
+# ---------------------------------------------------------------------------
+
+ANTIGRAVITY_DIST = "google-antigravity"
+ANTIGRAVITY_VERSION = "0.1.22"
+
+
+def provision_antigravity_sdk(cache: Path | None = None) -> Peer:
+    """``google-antigravity`` with all of its dependencies (about 220 MB), in
+    its own venv: the SDK as its users install it, binary included."""
+    root = (cache or cache_dir()) / f"antigravity-sdk-{ANTIGRAVITY_VERSION}"
+    key = {
+        "layout": LAYOUT,
+        "dist": f"{ANTIGRAVITY_DIST}=={ANTIGRAVITY_VERSION}",
+        "python": f"{sys.version_info[0]}.{sys.version_info[1]}",
+    }
+    start = time.monotonic()
+    with _locked(root.parent / f"{root.name}.lock"):
+        python = root / "venv" / "bin" / "python"
+        marker = _read_marker(root)
+        probe = [str(python), "-c", "import google.antigravity"]
+        if marker is not None and marker.get("key") == key and _runs(probe):
+            return Peer("antigravity-sdk", root, python, ANTIGRAVITY_VERSION, True, time.monotonic() - start)
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        uv = _find_uv()
+        requirement = f"{ANTIGRAVITY_DIST}=={ANTIGRAVITY_VERSION}"
+        if uv:
+            _run([uv, "venv", "--quiet", "--python", sys.executable, str(root / "venv")], what="create a venv")
+            _run(
+                [uv, "pip", "install", "--quiet", "--compile-bytecode", "--python", str(python), requirement],
+                what=f"install {requirement}",
+            )
+        else:
+            _run([sys.executable, "-m", "venv", str(root / "venv")], what="create a venv")
+            _run(
+                [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", requirement],
+                what=f"install {requirement}",
+            )
+        if not _runs(probe):
+            raise Unavailable(f"{requirement} was installed but does not import")
+        seconds = time.monotonic() - start
+        _write_marker(root, {"key": key, "installer": "uv" if uv else "pip", "seconds": round(seconds, 1)})
+        return Peer("antigravity-sdk", root, python, ANTIGRAVITY_VERSION, False, seconds)
+
+
 def provision_all(cache: Path | None = None) -> dict[str, Peer | Unavailable]:
     """Every peer, or why it is unavailable."""
     out: dict[str, Peer | Unavailable] = {}
-    for name, fn in (("acp-sdk", provision_sdk), ("acpx", provision_acpx)):
+    for name, fn in (
+        ("acp-sdk", provision_sdk),
+        ("acpx", provision_acpx),
+        ("antigravity-sdk", provision_antigravity_sdk),
+    ):
         try:
             out[name] = fn(cache)
         except Unavailable as exc:

@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import b1_flood, b2_cli, b3_bridge, b4_scale, b5_stream_json
+from bench import b1_flood, b2_cli, b3_bridge, b4_scale, b5_stream_json, b6_harness
 from bench.common import REPO_ROOT
 from bench.context import Ctx, Sizes
 from bench.harness import BenchReport, log
@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], BenchReport]] = {
     "B3": b3_bridge.run,
     "B4": b4_scale.run,
     "B5": b5_stream_json.run,
+    "B6": b6_harness.run,
 }
 
 

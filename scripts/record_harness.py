@@ -1,6 +1,6 @@
 """Record the real harness's conversation traffic for the replay tests.
 
-    python scripts/record_harness.py [--out tests/fixtures/recorded/harness-0.1.22]
+    python scripts/record_harness.py [--out plugins/harness_engine/tests/recordings/harness-0.1.22]
 
 Runs a few scenarios through the real ``agy-host`` CLI and the real
 ``localharness`` (``$ANTIGRAVITY_HARNESS_PATH`` or ``.cache/harness``), the
@@ -110,7 +110,9 @@ def record(out: Path, binary: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", default=str(REPO / "tests" / "fixtures" / "recorded" / "harness-0.1.22"))
+    parser.add_argument(
+        "--out", default=str(REPO / "plugins" / "harness_engine" / "tests" / "recordings" / "harness-0.1.22")
+    )
     args = parser.parse_args()
     binary = os.environ.get("ANTIGRAVITY_HARNESS_PATH") or str(REPO / ".cache" / "harness" / "current" / "localharness")
     record(Path(args.out), binary)

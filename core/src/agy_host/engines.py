@@ -62,8 +62,12 @@ class McpServerSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     #: ``"host-tools"`` when the server offers the host's own tools (the
     #: bridge): an engine that answers host tools in-process keeps the
-    #: server for what else it offers and hides those tools there.
+    #: server only for what else it offers (:attr:`offers`), with the host
+    #: tools hidden there, and leaves it out when that is nothing.
     role: str = ""
+    #: For a host-tools server: the tools it offers besides the host tools
+    #: (``activate_skill`` when skills exist), as of when it was asked.
+    offers: list[str] = msgspec.field(default_factory=list)
 
 
 class EngineCapabilities(msgspec.Struct, kw_only=True):

@@ -1,4 +1,4 @@
-"""Real harness traffic (``tests/fixtures/recorded/harness-0.1.22``, recorded
+"""Real harness traffic (``recordings/harness-0.1.22`` beside this file, recorded
 with ``scripts/record_harness.py``) replayed through the engine's turn: every
 frame decodes, and the turn maps it as the live engine did."""
 
@@ -17,7 +17,7 @@ from agy_host.prompt import TextBlock
 from agy_host.testing.contract import collect
 from agy_host.turns import TurnRequest
 
-RECORDINGS = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "recorded" / "harness-0.1.22"
+RECORDINGS = Path(__file__).resolve().parent / "recordings" / "harness-0.1.22"
 
 
 def _frames(name: str) -> list[dict[str, Any]]:

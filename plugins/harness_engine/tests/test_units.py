@@ -182,7 +182,13 @@ def test_policies_map_to_static_or_dynamic_rules() -> None:
 def test_config_has_a_budget_endpoint_tools_and_the_bridge_without_host_tools() -> None:
     settings = HarnessSettings()
     point = harness_config.Endpoint(kind="gemini", base_url="http://127.0.0.1:1", api_key="k")
-    bridge = McpServerSpec(name="agy-host-bridge", url="http://127.0.0.1:2/mcp", headers={"t": "x"}, role="host-tools")
+    bridge = McpServerSpec(
+        name="agy-host-bridge",
+        url="http://127.0.0.1:2/mcp",
+        headers={"t": "x"},
+        role="host-tools",
+        offers=["activate_skill"],
+    )
     other = McpServerSpec(name="team", url="http://127.0.0.1:3/mcp")
     from agy_host.tools import HostTool, ToolResult
 
@@ -224,6 +230,10 @@ def test_config_has_a_budget_endpoint_tools_and_the_bridge_without_host_tools() 
     )
     assert (resumed["cascadeId"], resumed["sessionContinuationMode"]) == ("c1", "RESUME")
     assert "systemInstructions" not in resumed
+    idle_bridge = McpServerSpec(name="agy-host-bridge", url="http://127.0.0.1:2/mcp", role="host-tools")
+    assert harness_config.mcp_servers([idle_bridge, other], ["host_echo"]) == [
+        {"name": "team", "http": {"url": "http://127.0.0.1:3/mcp", "headers": {}}}
+    ], "a bridge with nothing but host tools is left out"
 
 
 def test_endpoints_in_their_order() -> None:

@@ -86,8 +86,16 @@ class BridgeService:
         url = self.url
         if url is None:
             return None
+        from agy_host_bridge_mcp.catalog import SKILL_TOOL
+
+        offers = [SKILL_TOOL] if self.ctx is not None and self.catalog().skills() else []
         return McpServerSpec(
-            name=SERVER_NAME, url=url, type="http", headers={TOKEN_HEADER: self.token}, role="host-tools"
+            name=SERVER_NAME,
+            url=url,
+            type="http",
+            headers={TOKEN_HEADER: self.token},
+            role="host-tools",
+            offers=offers,
         )
 
     def holding(self) -> contextlib.AbstractContextManager[None]:

@@ -326,7 +326,7 @@ class HarnessDriver:
             policy=self.engine.ctx.permission_policy,
             skip_permissions=req.skip_permissions,
             host_tools=tuple(sorted(t.name for t in self.engine.ctx.tools())),
-            mcp=tuple(sorted(s.name for s in self.engine.ctx.mcp_servers())),
+            mcp=tuple(sorted(f"{s.name}:{','.join(s.offers)}" for s in self.engine.ctx.mcp_servers())),
         )
 
     async def _conversation(self, turn: HarnessTurn, system_block: str) -> Conversation:

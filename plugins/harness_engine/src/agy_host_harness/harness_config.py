@@ -150,10 +150,15 @@ def host_tool_declarations(tools: Sequence[HostTool]) -> list[dict[str, Any]]:
 
 def mcp_servers(servers: Sequence[McpServerSpec], host_tools: Sequence[str]) -> list[dict[str, Any]]:
     """MCP servers as the harness takes them. The host-tools server (the
-    bridge) keeps what else it offers (skills, polling) with the host tools
-    themselves hidden there: they are declared in-process."""
+    bridge) is passed only for what else it offers (skills), with the host
+    tools themselves hidden there: they are declared in-process. A bridge
+    that offers nothing else is left out: the harness would connect to it at
+    every conversation's start for nothing (about a second, the MCP SDK's
+    first import)."""
     out = []
     for srv in servers:
+        if srv.role == "host-tools" and not srv.offers:
+            continue
         entry: dict[str, Any] = {"name": srv.name, "http": {"url": srv.url, "headers": dict(srv.headers)}}
         if srv.role == "host-tools" and host_tools:
             entry["disabledTools"] = list(host_tools)
