@@ -149,7 +149,7 @@ class EngineHarness(abc.ABC):
         """The engine-specific form of ``name``; skips the test when the
         harness does not provide it."""
         if name not in self.scenarios:
-            pytest.skip(f"the {self.engine_name or 'engine'} harness has no {name!r} scenario")
+            pytest.skip(f"the {self.engine_name or 'engine'} engine's contract kit offers no {name!r} scenario")
         return self.scenarios[name]
 
     def context(
@@ -283,7 +283,9 @@ class EngineContract:
         # Synchronous on purpose: a skip raised inside a trio test loses its reason.
         for name in getattr(request.function, "_contract_scenarios", ("happy",)):
             if name not in engine_harness.scenarios:
-                pytest.skip(f"the {engine_harness.engine_name or 'engine'} harness has no {name!r} scenario")
+                pytest.skip(
+                    f"the {engine_harness.engine_name or 'engine'} engine's contract kit offers no {name!r} scenario"
+                )
 
     # -- shape ----------------------------------------------------------------
 
