@@ -246,3 +246,43 @@ def test_ctrl_c_mid_text_aborts_with_the_harness_cancel_and_the_session_goes_on(
     assert end["stop_reason"] == "aborted", end
     assert waited < 10, f"the cancel took {waited:.1f}s"
     ok(hhome.turn("t14", "next"))
+
+
+def test_ctrl_c_during_a_host_tool_cancels_it_and_the_session_goes_on(hhome: HarnessHome) -> None:
+    slow = [{"text": "waiting. "}, {"call": {"name": "slow_tool", "args": {"seconds": 30}}}]
+    hhome.serve({"turns": [[slow, [{"text": "never"}]], [[{"text": "after"}]]]})
+    argv = [sys.executable, "-m", "agy_host.cli.main", "run", "--engine", "harness", "--format", "json"]
+    argv += ["--session", "t15", "go"]
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(argv, env=hhome.env, cwd=hhome.cwd, stdout=pipe, stderr=pipe, text=True)
+    assert proc.stdout is not None
+    seen = ""
+    deadline = time.monotonic() + 60
+    while '"tool_use"' not in seen and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+    assert '"tool_use"' in seen, seen
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, (seen + out, err)
+    assert time.monotonic() - started < 10, "the host tool was not cancelled"
+    end = [json.loads(line) for line in (seen + out).splitlines() if '"turn_end"' in line][-1]
+    assert end["stop_reason"] == "aborted" and end["response"] == "waiting. ", end
+    after = hhome.turn("t15", "next")
+    ok(after)
+    assert after.text == "after"
+
+
+def test_a_local_openai_compatible_model(hhome: HarnessHome) -> None:
+    model = hhome.serve(one_turn([{"text": ["lo", "cal"]}, {"usage": {"input": 5, "output": 2}}]))
+    hhome.configure(harness={"openai_base_url": f"{model.url}/v1", "model": "llama-3"})
+    run = hhome.turn("t16", "hi")
+    end = ok(run)
+    assert run.text == "local", run
+    [request] = model.requests()
+    assert request["path"] == "/v1/chat/completions" and request["model"] == "llama-3"
+    assert request["body"]["stream"] is True
+    assert end["usage"]["input_tokens"] == 5, end
