@@ -76,6 +76,10 @@ def test_frames_tolerate_unknown_kinds_fields_and_int64_strings() -> None:
     assert unknown == wire.OutputEvent()
     with pytest.raises(msgspec.DecodeError):
         wire.decode(b"not json")
+    deep = '{"stepUpdate":{"invokeSubagent":' + '{"a":' * 3000 + "1" + "}" * 3000 + "}}"
+    assert wire.decode_or_reason(deep) == (None, "nested too deep"), "deep JSON is garbage, never a crash"
+    assert wire.decode_or_reason("[1]")[0] is None
+    assert wire.decode_or_reason('{"seqNum": "3"}') == (wire.OutputEvent(seq_num=3), "")
 
 
 def _step(**fields: Any) -> wire.StepUpdate:

@@ -107,8 +107,8 @@ class Conversation:
                     text = await ws.receive()
                     if recorder is not None:
                         recorder.add("in", text)
-                    event = wire.decode(text)
-                    init = event.initialize_conversation_response
+                    event, _ = wire.decode_or_reason(text)
+                    init = event.initialize_conversation_response if event is not None else None
                     if init is not None:
                         break
         except (WebSocketClosed, WebSocketError, trio.TooSlowError, msgspec.MsgspecError) as exc:
@@ -149,11 +149,10 @@ class Conversation:
                 self.frames += 1
                 if self.recorder is not None:
                     self.recorder.add("in", text)
-                try:
-                    event = wire.decode(text)
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                event, why = wire.decode_or_reason(text)
+                if event is None:
                     self.bad_frames += 1
-                    sink.on_bad_frame(self, text, str(exc))
+                    sink.on_bad_frame(self, text, why)
                     continue
                 sink.on_frame(self, event)
         except WebSocketClosed as exc:

@@ -236,6 +236,18 @@ def decode(frame: str | bytes) -> OutputEvent:
     return _decoder.decode(frame)
 
 
+def decode_or_reason(frame: str | bytes) -> tuple[OutputEvent | None, str]:
+    """``(event, "")``, or ``(None, why)`` for a frame that is not one: not
+    JSON, the wrong shape, or nested too deep to decode (msgspec raises
+    ``RecursionError`` there, which is garbage like any other, never a crash)."""
+    try:
+        return _decoder.decode(frame), ""
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        return None, str(exc)
+    except RecursionError:
+        return None, "nested too deep"
+
+
 def encode(message: dict[str, Any]) -> str:
     return _encoder.encode(message).decode()
 
@@ -259,6 +271,7 @@ __all__ = [
     "Usage",
     "UsageUpdate",
     "decode",
+    "decode_or_reason",
     "encode",
     "plain",
 ]
