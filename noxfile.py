@@ -193,7 +193,8 @@ sys.exit(0 if found == [sys.argv[1]] else f"engines installed: {found}; expected
 
 
 def _fake_agents(session: nox.Session, where: Path) -> dict[str, str]:
-    """Executables that stand in for Antigravity (both of its binaries),
+    """Executables that stand in for Antigravity (both of its CLI binaries, and
+    the real harness binary from the cache when it is there),
     run by the session's own interpreter from the installed core wheel
     (``agy_host.testing``), so ``isolated`` completes a real turn on either
     engine without the real agent. The ACP wrapper drops agy's arguments."""
@@ -207,7 +208,11 @@ def _fake_agents(session: nox.Session, where: Path) -> dict[str, str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("#!/bin/sh\n" + command)
         path.chmod(0o755)
-    return {"AGY_ACP_BIN": str(acp), "AGY_BIN": str(cli)}
+    env = {"AGY_ACP_BIN": str(acp), "AGY_BIN": str(cli)}
+    harness = ROOT / ".cache" / "harness" / "current" / "localharness"
+    if harness.is_file():  # the real one (the scripted model is started by the check itself)
+        env["ANTIGRAVITY_HARNESS_PATH"] = str(harness)
+    return env
 
 
 @nox.session(reuse_venv=False)

@@ -23,6 +23,7 @@ Exits non-zero with every failed check listed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.metadata as md
 import importlib.util
 import json
@@ -31,6 +32,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,20 @@ def _run(
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=300, env=env, cwd=cwd, stdin=subprocess.DEVNULL, check=False
     )
+
+
+@contextlib.contextmanager
+def _model_for(engine: str, env: dict[str, str], tmp: Path) -> Iterator[None]:
+    """The harness engine runs Google's real harness, which needs a model: the
+    installed core's scripted model API answers it (``echo``)."""
+    if engine != "harness":
+        yield
+        return
+    from agy_host.testing.fake_model_api import ModelApiProcess
+
+    with ModelApiProcess(tmp / "model", {"turns": [[[{"echo": True}]]]}) as model:
+        env.update(GOOGLE_GEMINI_BASE_URL=model.url, GEMINI_API_KEY="isolated-check")
+        yield
 
 
 def _isolated_env(home: Path) -> dict[str, str]:
@@ -135,11 +151,12 @@ def main() -> int:
 
         # 5. one turn, end to end, from the wheels
         if not args.skip_run:
-            out = _run(
-                [cli, "run", "--format", "json", "--session", "isolated", "ping from the isolated check"],
-                env=env,
-                cwd=str(project),
-            )
+            with _model_for(args.engine, env, Path(tmp)):
+                out = _run(
+                    [cli, "run", "--format", "json", "--session", "isolated", "ping from the isolated check"],
+                    env=env,
+                    cwd=str(project),
+                )
             events = []
             for line in out.stdout.splitlines():
                 try:
