@@ -9,6 +9,8 @@ scope the abort cancels, and on the driver a list of parked turns for
 :meth:`~agy_host.turns.TurnDriver.kick_idle`. Subclass :class:`EngineTurn`
 for the wire-specific state; keep a :class:`ParkedTurns` on the driver.
 
+:func:`driver_scope` gives a driver its nursery and its shielded close.
+
 A turn that cannot go on raises :class:`TurnFailed` with an
 :data:`~agy_host.events.ErrorKind`; :func:`failed_outcome` turns that into
 the outcome the host shows (``aborted`` instead, when the user asked to
@@ -17,10 +19,13 @@ abort: an abort is never reported as the error it caused).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Protocol, TypeVar
 
 import trio
 
+from agy_host.concurrency import unwrap_single
 from agy_host.events import ErrorKind, OutcomeActivity
 from agy_host.timers import TurnTimers
 from agy_host.turns import TurnHandle, TurnRequest
@@ -128,4 +133,28 @@ class ParkedTurns:
         return None
 
 
-__all__ = ["EngineTurn", "ParkedTurns", "TurnFailed", "failed_outcome"]
+class _Closable(Protocol):
+    async def aclose(self) -> None: ...
+
+
+DriverT = TypeVar("DriverT", bound=_Closable)
+
+
+@contextlib.asynccontextmanager
+async def driver_scope(make: Callable[[trio.Nursery], DriverT]) -> AsyncIterator[DriverT]:
+    """A driver in a nursery of its own, for ``Engine.open_driver``: leaving
+    closes the driver shielded (an agent is never left running because the
+    caller was cancelled), then cancels whatever the driver still runs; a
+    lone error comes out as itself, not wrapped in an exception group."""
+    with unwrap_single():
+        async with trio.open_nursery() as nursery:
+            driver = make(nursery)
+            try:
+                yield driver
+            finally:
+                with trio.CancelScope(shield=True):
+                    await driver.aclose()
+                nursery.cancel_scope.cancel()
+
+
+__all__ = ["DriverT", "EngineTurn", "ParkedTurns", "TurnFailed", "driver_scope", "failed_outcome"]

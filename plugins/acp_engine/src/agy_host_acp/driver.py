@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.concurrency import unwrap_single
+from agy_host.engine_turn import ParkedTurns, TurnFailed, driver_scope
 from agy_host.events import NoticeActivity, OutcomeActivity, UsageActivity
 from agy_host.lifecycle import Lifecycle
 from agy_host.timers import minutes
@@ -38,12 +38,6 @@ from agy_host_acp.turn import Turn
 
 if TYPE_CHECKING:
     from agy_host_acp.engine import AcpEngine
-
-
-class TurnFailed(Exception):
-    def __init__(self, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 def acp_mode(mode: str | None, skip_permissions: bool) -> str:
@@ -73,7 +67,7 @@ class AcpDriver:
         self._generation = 0
         self._session_slots: dict[str, trio.Semaphore] = collections.defaultdict(lambda: trio.Semaphore(1))
         self._open: dict[int, Turn] = {}
-        self._parked: list[Turn] = []
+        self._parked = ParkedTurns()
         self.lifecycle = Lifecycle()
         self.memory = AgentMemory(engine.ctx.state_dir, engine.ctx.warn)
         self.state = "idle"
@@ -89,34 +83,25 @@ class AcpDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         if self.closed:
             raise RuntimeError("ACP driver is shut down")
-        for parked in list(self._parked):
-            if parked.request.session == request.session:
-                self.lifecycle.add("parked-turn-superseded", session=request.session)
-                parked.handle.abort("superseded by a new turn on the same session")
+        for parked in self._parked.of_session(request.session):
+            self.lifecycle.add("parked-turn-superseded", session=request.session)
+            parked.handle.abort("superseded by a new turn on the same session")
         slot = self._session_slots[request.session]
         await slot.acquire()
         turn = Turn(request, self.engine.ctx.decide_permission, self._cfg.turn.permission_timeout_seconds)
-        turn.on_parked.append(self._parked.append)
+        turn.on_parked.append(self._parked.add)
         self._open[turn.handle.turn_id] = turn
         self.stats["turns"] += 1
         self._nursery.start_soon(self._turn_task, turn, slot)
         return turn.handle
 
     def reentry(self) -> TurnHandle | None:
-        for turn in reversed(self._parked):
-            if not turn.handle.closed:
-                return turn.handle
-        return None
+        return self._parked.reentry()
 
     def kick_idle(self) -> None:
-        while self._parked:
-            turn = self._parked.pop()
-            if not turn.handle.closed:
-                turn.unpark()
-                if turn.parked:
-                    self._parked.append(turn)
-                self.lifecycle.add("unparked", session=turn.request.session)
-                return
+        turn = self._parked.kick()
+        if turn is not None:
+            self.lifecycle.add("unparked", session=turn.request.session)
 
     def snapshot(self) -> DriverSnapshot:
         conn = self._conn
@@ -258,36 +243,17 @@ class AcpDriver:
                     turn.timers.stop()
                     nursery.cancel_scope.cancel()
             if not turn.handle.closed:
-                turn.handle.finish(self._aborted_or(turn, "ACP turn ended without an outcome", "internal"))
+                turn.handle.finish(turn.failed("ACP turn ended without an outcome", "internal"))
         except Exception as exc:  # a bug must surface as a turn error, never hang
             self.lifecycle.add("turn-crashed", error=repr(exc)[:300])
-            turn.handle.finish(self._aborted_or(turn, f"ACP turn failed: {exc}", "internal"))
+            turn.handle.finish(turn.failed(f"ACP turn failed: {exc}", "internal"))
         finally:
             self._open.pop(turn.handle.turn_id, None)
-            if turn in self._parked:
-                self._parked.remove(turn)
+            self._parked.discard(turn)
             conn = self._conn
             if conn is not None and turn.session_id and conn.listeners.get(turn.session_id) is turn:
                 del conn.listeners[turn.session_id]
             slot.release()
-
-    def _aborted_or(self, turn: Turn, error: str, kind: str) -> OutcomeActivity:
-        if turn.aborted:
-            return OutcomeActivity(
-                status="ok",
-                stop_reason="aborted",
-                aborted=True,
-                conversation_id=turn.session_id,
-                response=turn.mapper.response,
-            )
-        return OutcomeActivity(
-            status="error",
-            stop_reason="error",
-            conversation_id=turn.session_id,
-            response=turn.mapper.response,
-            error=error,
-            error_kind=kind,  # type: ignore[arg-type]
-        )
 
     async def _drive(self, turn: Turn) -> OutcomeActivity:
         req = turn.request
@@ -297,15 +263,15 @@ class AcpDriver:
             await self._apply_config(conn, turn)
             blocks = conn.prompt_blocks(req.prompt)
         except TurnFailed as exc:
-            return self._aborted_or(turn, str(exc), exc.kind)
+            return turn.failed(str(exc), exc.kind)
         except AuthRequired as exc:
-            return self._aborted_or(turn, self._auth_message(exc), "auth")
+            return turn.failed(self._auth_message(exc), "auth")
         except UnsupportedContent as exc:
-            return self._aborted_or(turn, str(exc), "usage")
+            return turn.failed(str(exc), "usage")
         except (ConnectionClosed, RequestTimeout, JsonRpcError) as exc:
-            return self._aborted_or(turn, f"{self.spec.label}: {_describe(exc)}", "protocol")
+            return turn.failed(f"{self.spec.label}: {_describe(exc)}", "protocol")
         if turn.aborted:
-            return self._aborted_or(turn, "", "internal")
+            return turn.failed("", "internal")
         turn.prompt_started = True
         self.stats["prompts"] += 1
         result: s.PromptResult | None = None
@@ -323,18 +289,18 @@ class AcpDriver:
             await self._teardown(conn, f"timer:{fired}")
             if fired == "deadline":
                 msg = f"{self.spec.label} turn exceeded the {minutes(req.timeout_s)} deadline"
-                return self._aborted_or(turn, msg, "timeout")
+                return turn.failed(msg, "timeout")
             msg = f"{self.spec.label} stalled for {minutes(req.inactivity_s)} with no output"
-            return self._aborted_or(turn, msg, "inactivity")
+            return turn.failed(msg, "inactivity")
         if error is not None:
             if isinstance(error, ConnectionClosed) and not turn.aborted:
                 tail = conn.stderr_tail(1500).strip()
                 detail = conn.exit_detail or str(error)
                 more = f"\n{tail}" if tail and tail not in detail else ""
-                return self._aborted_or(turn, f"{self.spec.label} exited mid-turn ({detail}){more}", "exited")
+                return turn.failed(f"{self.spec.label} exited mid-turn ({detail}){more}", "exited")
             if isinstance(error, AuthRequired):
-                return self._aborted_or(turn, self._auth_message(error), "auth")
-            return self._aborted_or(turn, f"{self.spec.label} failed the prompt: {_describe(error)}", "agent")
+                return turn.failed(self._auth_message(error), "auth")
+            return turn.failed(f"{self.spec.label} failed the prompt: {_describe(error)}", "agent")
         assert result is not None
         if turn.cancel_sent:
             self._remember_graceful(conn)
@@ -343,7 +309,7 @@ class AcpDriver:
             turn.handle.emit(UsageActivity(turn=usage))
         stop = result.stop_reason or ""
         if not stop:
-            return self._aborted_or(turn, f"{self.spec.label} answered session/prompt without a stopReason", "protocol")
+            return turn.failed(f"{self.spec.label} answered session/prompt without a stopReason", "protocol")
         warning = stop_warning(stop)
         if warning:
             turn.handle.emit(NoticeActivity(level="warning", message=warning, code=stop))
@@ -514,15 +480,8 @@ def _describe(exc: BaseException) -> str:
 
 @contextlib.asynccontextmanager
 async def open_driver(engine: AcpEngine) -> AsyncIterator[AcpDriver]:
-    with unwrap_single():
-        async with trio.open_nursery() as nursery:
-            driver = AcpDriver(engine, nursery)
-            try:
-                yield driver
-            finally:
-                with trio.CancelScope(shield=True):
-                    await driver.aclose()
-                nursery.cancel_scope.cancel()
+    async with driver_scope(lambda nursery: AcpDriver(engine, nursery)) as driver:
+        yield driver
 
 
 __all__ = ["AcpDriver", "acp_mode", "open_driver"]

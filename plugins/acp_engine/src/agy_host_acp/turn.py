@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from agy_host.engine_turn import EngineTurn
 from agy_host.events import NoticeActivity, PermissionActivity, PermissionOption
 from agy_host.permissions import PermissionDecision, PermissionRequest, is_question
-from agy_host.timers import TurnTimers
-from agy_host.turns import TurnHandle, TurnRequest
+from agy_host.turns import TurnRequest
 from agy_host_acp import schema as s
 from agy_host_acp.events import UpdateMapper, first_diff, tool_args, tool_name
 
@@ -25,25 +25,31 @@ if TYPE_CHECKING:
     from agy_host.engines import PermissionDecider
 
 
-class Turn:
+class Turn(EngineTurn):
     def __init__(self, request: TurnRequest, decide: PermissionDecider, permission_timeout: float) -> None:
-        self.request = request
-        self.timers = TurnTimers(request.timeout_s, request.inactivity_s)
-        self.handle = TurnHandle(on_park=self.park, timers=self.timers)
+        self.session_id: str | None = None
+        super().__init__(request)
         self.mapper = UpdateMapper()
         self._decide = decide
         self._permission_timeout = permission_timeout
-        self.session_id: str | None = None
         self.prompt_started = False
         self.prompt_done = trio.Event()
         self.cancel_sent = False
-        self.aborted = False
-        self.parked = 0
         self.permissions_asked = 0
         self.permissions_denied = 0
-        self.scope = trio.CancelScope()
         self._open_permissions: set[trio.CancelScope] = set()
-        self.on_parked: list[Any] = []
+
+    @property
+    def conversation_id(self) -> str | None:
+        """On ACP the conversation is the session."""
+        return self.session_id
+
+    @conversation_id.setter
+    def conversation_id(self, value: str | None) -> None:
+        self.session_id = value
+
+    def response(self) -> str:
+        return self.mapper.response
 
     # -- SessionListener ------------------------------------------------------------
 
@@ -134,19 +140,6 @@ class Turn:
         """Abort: every open permission request is answered ``cancelled``."""
         for scope in list(self._open_permissions):
             scope.cancel()
-
-    # -- parks ---------------------------------------------------------------------
-
-    def park(self) -> None:
-        self.parked += 1
-        self.timers.pause()
-        for callback in self.on_parked:
-            callback(self)
-
-    def unpark(self) -> None:
-        if self.parked > 0:
-            self.parked -= 1
-            self.timers.resume()
 
 
 __all__ = ["Turn"]

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from agy_host.concurrency import unwrap_single
-from agy_host.engine_turn import ParkedTurns, TurnFailed
+from agy_host.engine_turn import ParkedTurns, TurnFailed, driver_scope
 from agy_host.events import (
     BridgeCallActivity,
     ErrorKind,
@@ -498,18 +497,13 @@ def _permission_title(tool: str, args: dict[str, Any]) -> str:
 
 @contextlib.asynccontextmanager
 async def open_driver(engine: HarnessEngine) -> AsyncIterator[HarnessDriver]:
-    with unwrap_single():
-        async with trio.open_nursery() as nursery:
-            driver = HarnessDriver(engine, nursery)
-            engine.driver = driver
-            try:
-                yield driver
-            finally:
-                with trio.CancelScope(shield=True):
-                    await driver.aclose()
-                if engine.driver is driver:
-                    engine.driver = None
-                nursery.cancel_scope.cancel()
+    async with driver_scope(lambda nursery: HarnessDriver(engine, nursery)) as driver:
+        engine.driver = driver
+        try:
+            yield driver
+        finally:
+            if engine.driver is driver:
+                engine.driver = None
 
 
 __all__ = ["HarnessDriver", "open_driver"]

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.concurrency import unwrap_single
+from agy_host.engine_turn import ParkedTurns, driver_scope
 from agy_host.events import NoticeActivity, OutcomeActivity
 from agy_host.lifecycle import Lifecycle
 from agy_host.model_tiers import resolve_effort
@@ -65,7 +65,7 @@ class StreamJsonDriver:
         self._generation = 0
         self._current: Turn | None = None
         self._open: dict[int, Turn] = {}
-        self._parked: list[Turn] = []
+        self._parked = ParkedTurns()
         self.lifecycle = Lifecycle()
         self.state = "idle"
         self.closed = False
@@ -83,32 +83,23 @@ class StreamJsonDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         if self.closed:
             raise RuntimeError("stream-json driver is shut down")
-        for parked in list(self._parked):
-            if parked.request.session == request.session:
-                self.lifecycle.add("parked-turn-superseded", session=request.session)
-                parked.handle.abort("superseded by a new turn on the same session")
+        for parked in self._parked.of_session(request.session):
+            self.lifecycle.add("parked-turn-superseded", session=request.session)
+            parked.handle.abort("superseded by a new turn on the same session")
         turn = Turn(request)
-        turn.on_parked.append(self._parked.append)
+        turn.on_parked.append(self._parked.add)
         self._open[turn.handle.turn_id] = turn
         self.stats["turns"] += 1
         self._nursery.start_soon(self._turn_task, turn)
         return turn.handle
 
     def reentry(self) -> TurnHandle | None:
-        for turn in reversed(self._parked):
-            if not turn.handle.closed:
-                return turn.handle
-        return None
+        return self._parked.reentry()
 
     def kick_idle(self) -> None:
-        while self._parked:
-            turn = self._parked.pop()
-            if not turn.handle.closed:
-                turn.unpark()
-                if turn.parked:
-                    self._parked.append(turn)
-                self.lifecycle.add("unparked", session=turn.request.session)
-                return
+        turn = self._parked.kick()
+        if turn is not None:
+            self.lifecycle.add("unparked", session=turn.request.session)
 
     def snapshot(self) -> DriverSnapshot:
         child = self._child
@@ -375,8 +366,7 @@ class StreamJsonDriver:
             outcome = settle.failed(turn, f"stream-json turn failed: {type(exc).__name__}: {exc}", "internal")
         finally:
             self._open.pop(turn.handle.turn_id, None)
-            if turn in self._parked:
-                self._parked.remove(turn)
+            self._parked.discard(turn)
         if turn.conversation_id:
             self.bound_conversation = turn.conversation_id
             if turn.result is None:
@@ -461,18 +451,13 @@ class StreamJsonDriver:
 
 @contextlib.asynccontextmanager
 async def open_driver(engine: StreamJsonEngine) -> AsyncIterator[StreamJsonDriver]:
-    with unwrap_single():
-        async with trio.open_nursery() as nursery:
-            driver = StreamJsonDriver(engine, nursery)
-            engine.driver = driver
-            try:
-                yield driver
-            finally:
-                with trio.CancelScope(shield=True):
-                    await driver.aclose()
-                if engine.driver is driver:
-                    engine.driver = None
-                nursery.cancel_scope.cancel()
+    async with driver_scope(lambda nursery: StreamJsonDriver(engine, nursery)) as driver:
+        engine.driver = driver
+        try:
+            yield driver
+        finally:
+            if engine.driver is driver:
+                engine.driver = None
 
 
 __all__ = ["StreamJsonDriver", "open_driver"]

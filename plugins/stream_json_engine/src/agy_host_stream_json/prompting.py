@@ -8,14 +8,8 @@ than dropped.
 
 from __future__ import annotations
 
-from agy_host.events import ErrorKind
+from agy_host.engine_turn import TurnFailed
 from agy_host.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
-
-
-class TurnFailed(Exception):
-    def __init__(self, message: str, kind: ErrorKind) -> None:
-        super().__init__(message)
-        self.kind: ErrorKind = kind
 
 
 def prompt_to_text(blocks: list[PromptBlock]) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
+from agy_host.engine_turn import failed_outcome
 from agy_host.events import (
     ErrorKind,
     NoticeActivity,
@@ -35,24 +36,8 @@ from agy_host_stream_json.wire import Result
 
 
 def failed(turn: Turn, error: str, kind: ErrorKind, agent_stop_reason: str = "") -> OutcomeActivity:
-    """An error outcome, or ``aborted`` when the user asked for that."""
-    if turn.aborted:
-        return OutcomeActivity(
-            status="ok",
-            stop_reason="aborted",
-            aborted=True,
-            conversation_id=turn.conversation_id,
-            response=turn.mapper.response,
-        )
-    return OutcomeActivity(
-        status="error",
-        stop_reason="error",
-        agent_stop_reason=agent_stop_reason,
-        conversation_id=turn.conversation_id,
-        response=turn.mapper.response,
-        error=error,
-        error_kind=kind,
-    )
+    """An error outcome, or ``aborted`` when the user asked for that (core's rule)."""
+    return failed_outcome(turn, error, kind, agent_stop_reason)
 
 
 def emit_partial_usage(turn: Turn) -> None:

@@ -11,13 +11,13 @@ answer meanwhile and sends nothing.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import trio
 
+from agy_host.engine_turn import EngineTurn
 from agy_host.events import NoticeActivity
-from agy_host.timers import TurnTimers
-from agy_host.turns import TurnHandle, TurnRequest
+from agy_host.turns import TurnRequest
 from agy_host_stream_json.mapping import StepMapper
 from agy_host_stream_json.outcome import PRINT_TIMEOUT_LINE, is_statement
 from agy_host_stream_json.wire import Event, InitEvent, Result, ResultEvent, StepEvent, Unknown
@@ -29,26 +29,22 @@ if TYPE_CHECKING:
 MAX_WIRE_NOTICES = 3
 
 
-class Turn:
+class Turn(EngineTurn):
     def __init__(self, request: TurnRequest) -> None:
-        self.request = request
-        self.timers = TurnTimers(request.timeout_s, request.inactivity_s)
-        self.handle = TurnHandle(on_park=self.park, timers=self.timers)
+        super().__init__(request)
         self.mapper = StepMapper(self.handle.emit)
-        self.scope = trio.CancelScope()
         self.child: AgyProcess | None = None
-        self.conversation_id: str | None = None
         self.result: Result | None = None
         self.eof = False
         self.wire_done = trio.Event()
         #: The user line reached agy (from then on, agy is working on this turn).
         self.sent = False
-        self.aborted = False
-        self.parked = 0
         self.statements: list[str] = []
         self.print_timeout_line: str | None = None
         self.wire_notices = 0
-        self.on_parked: list[Any] = []
+
+    def response(self) -> str:
+        return self.mapper.response
 
     # -- lines from agy ---------------------------------------------------------------
 
@@ -96,19 +92,6 @@ class Turn:
     def on_eof(self) -> None:
         self.eof = True
         self.wire_done.set()
-
-    # -- parks ---------------------------------------------------------------------
-
-    def park(self) -> None:
-        self.parked += 1
-        self.timers.pause()
-        for callback in self.on_parked:
-            callback(self)
-
-    def unpark(self) -> None:
-        if self.parked > 0:
-            self.parked -= 1
-            self.timers.resume()
 
 
 __all__ = ["MAX_WIRE_NOTICES", "Turn"]
