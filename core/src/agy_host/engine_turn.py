@@ -27,6 +27,7 @@ import trio
 
 from agy_host.concurrency import unwrap_single
 from agy_host.events import ErrorKind, OutcomeActivity
+from agy_host.lifecycle import Lifecycle
 from agy_host.timers import TurnTimers
 from agy_host.turns import TurnHandle, TurnRequest
 
@@ -113,6 +114,14 @@ class ParkedTurns:
     def of_session(self, session: str) -> list[EngineTurn]:
         return [t for t in self._turns if t.request.session == session]
 
+    def supersede(self, session: str, log: Lifecycle | None = None) -> None:
+        """A new turn on ``session`` aborts its parked turn (which would
+        otherwise wait for the new one, and the new one for it)."""
+        for turn in self.of_session(session):
+            if log is not None:
+                log.add("parked-turn-superseded", session=session)
+            turn.handle.abort("superseded by a new turn on the same session")
+
     def reentry(self) -> TurnHandle | None:
         """The newest parked turn still open (:meth:`TurnDriver.reentry`)."""
         for turn in reversed(self._turns):
@@ -120,7 +129,7 @@ class ParkedTurns:
                 return turn.handle
         return None
 
-    def kick(self) -> EngineTurn | None:
+    def kick(self, log: Lifecycle | None = None) -> EngineTurn | None:
         """Unpark the newest open parked turn once (:meth:`TurnDriver.kick_idle`);
         it stays listed while it has parks left."""
         while self._turns:
@@ -129,6 +138,8 @@ class ParkedTurns:
                 turn.unpark()
                 if turn.parked:
                     self._turns.append(turn)
+                if log is not None:
+                    log.add("unparked", session=turn.request.session)
                 return turn
         return None
 

@@ -83,9 +83,7 @@ class AcpDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         if self.closed:
             raise RuntimeError("ACP driver is shut down")
-        for parked in self._parked.of_session(request.session):
-            self.lifecycle.add("parked-turn-superseded", session=request.session)
-            parked.handle.abort("superseded by a new turn on the same session")
+        self._parked.supersede(request.session, self.lifecycle)
         slot = self._session_slots[request.session]
         await slot.acquire()
         turn = Turn(request, self.engine.ctx.decide_permission, self._cfg.turn.permission_timeout_seconds)
@@ -99,9 +97,7 @@ class AcpDriver:
         return self._parked.reentry()
 
     def kick_idle(self) -> None:
-        turn = self._parked.kick()
-        if turn is not None:
-            self.lifecycle.add("unparked", session=turn.request.session)
+        self._parked.kick(self.lifecycle)
 
     def snapshot(self) -> DriverSnapshot:
         conn = self._conn

@@ -88,9 +88,7 @@ class HarnessDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         if self.closed:
             raise RuntimeError("harness driver is shut down")
-        for parked in self.parked.of_session(request.session):
-            self.lifecycle.add("parked-turn-superseded", session=request.session)
-            parked.handle.abort("superseded by a new turn on the same session")
+        self.parked.supersede(request.session, self.lifecycle)
         turn = HarnessTurn(request)
         turn.on_parked.append(self.parked.add)
         self._open[turn.handle.turn_id] = turn
@@ -102,9 +100,7 @@ class HarnessDriver:
         return self.parked.reentry()
 
     def kick_idle(self) -> None:
-        turn = self.parked.kick()
-        if turn is not None:
-            self.lifecycle.add("unparked", session=turn.request.session)
+        self.parked.kick(self.lifecycle)
 
     def deliver_tool_result(self, call_id: str, result: ToolResult) -> bool:
         """The turn layer's answer to a host tool call this driver parked."""

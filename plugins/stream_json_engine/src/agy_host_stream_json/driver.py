@@ -83,9 +83,7 @@ class StreamJsonDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         if self.closed:
             raise RuntimeError("stream-json driver is shut down")
-        for parked in self._parked.of_session(request.session):
-            self.lifecycle.add("parked-turn-superseded", session=request.session)
-            parked.handle.abort("superseded by a new turn on the same session")
+        self._parked.supersede(request.session, self.lifecycle)
         turn = Turn(request)
         turn.on_parked.append(self._parked.add)
         self._open[turn.handle.turn_id] = turn
@@ -97,9 +95,7 @@ class StreamJsonDriver:
         return self._parked.reentry()
 
     def kick_idle(self) -> None:
-        turn = self._parked.kick()
-        if turn is not None:
-            self.lifecycle.add("unparked", session=turn.request.session)
+        self._parked.kick(self.lifecycle)
 
     def snapshot(self) -> DriverSnapshot:
         child = self._child

@@ -1,0 +1,91 @@
+"""The engine SDK's turn bookkeeping (``agy_host.engine_turn``), shared by every engine."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+
+from agy_host.engine_turn import EngineTurn, ParkedTurns, TurnFailed, driver_scope, failed_outcome
+from agy_host.events import BridgeCallActivity
+from agy_host.lifecycle import Lifecycle
+from agy_host.prompt import TextBlock
+from agy_host.turns import TurnRequest
+
+
+def _turn(session: str = "s") -> EngineTurn:
+    return EngineTurn(TurnRequest(session=session, prompt=[TextBlock(text="hi")], cwd="/"))
+
+
+class _Answering(EngineTurn):
+    def response(self) -> str:
+        return "partial"
+
+
+@pytest.mark.trio
+async def test_a_park_pauses_the_clocks_and_the_driver_finds_and_kicks_it() -> None:
+    parked = ParkedTurns()
+    turn = _turn()
+    turn.on_parked.append(parked.add)
+    assert parked.reentry() is None
+    assert turn.handle.push_external(BridgeCallActivity(call_id="c", name="t"))
+    assert turn.parked == 1 and turn.timers.parked
+    assert parked.reentry() is turn.handle
+    log = Lifecycle()
+    assert parked.kick(log) is turn
+    assert turn.parked == 0 and not turn.timers.parked
+    assert parked.reentry() is None, "unparked: no longer listed"
+    assert [e.event for e in log.entries()] == ["unparked"]
+
+
+@pytest.mark.trio
+async def test_a_new_turn_supersedes_the_parked_one_of_its_session_only() -> None:
+    parked = ParkedTurns()
+    mine, other = _turn("s"), _turn("t")
+    for turn in (mine, other):
+        turn.on_parked.append(parked.add)
+        turn.handle.push_external(BridgeCallActivity(call_id="c", name="t"))
+    parked.supersede("s")
+    assert mine.handle.abort_requested.is_set() and not other.handle.abort_requested.is_set()
+    parked.discard(other)
+    assert parked.of_session("t") == []
+
+
+def test_the_failed_outcome_is_an_error_with_the_partial_answer_or_aborted() -> None:
+    turn = _Answering(TurnRequest(session="s", prompt=[], cwd="/"))
+    turn.conversation_id = "c1"
+    out = failed_outcome(turn, "boom", "agent", "X")
+    assert (out.status, out.error, out.error_kind, out.response, out.agent_stop_reason) == (
+        "error",
+        "boom",
+        "agent",
+        "partial",
+        "X",
+    )
+    turn.aborted = True
+    out = turn.failed("boom", "agent")
+    assert (out.status, out.stop_reason, out.aborted, out.error, out.conversation_id) == (
+        "ok",
+        "aborted",
+        True,
+        "",
+        "c1",
+    )
+    assert TurnFailed("no", "spawn").kind == "spawn"
+
+
+@pytest.mark.trio
+async def test_driver_scope_closes_the_driver_even_when_the_caller_is_cancelled() -> None:
+    closed: list[str] = []
+
+    class Driver:
+        def __init__(self, nursery: trio.Nursery) -> None:
+            nursery.start_soon(trio.sleep_forever)
+
+        async def aclose(self) -> None:
+            await trio.sleep(0.01)  # a checkpoint: only a shielded close gets past it
+            closed.append("closed")
+
+    with trio.move_on_after(0.05):
+        async with driver_scope(Driver):
+            await trio.sleep_forever()
+    assert closed == ["closed"]
