@@ -43,11 +43,18 @@ async def slow(args):
     return ToolResult(text="slow done")
 
 
+async def picture(args):
+    # a 1x1 PNG
+    data = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+    return ToolResult(text="here is the picture", images=[(data, "image/png")])
+
+
 @hookimpl
 def agy_host_register_tools(register):
     schema = {"type": "object", "properties": {"x": {"type": "integer"}, "seconds": {"type": "number"}}}
     register(HostTool(name="host_echo", description="echo the arguments", input_schema=schema, call=echo))
     register(HostTool(name="slow_tool", description="take a while", input_schema=schema, call=slow))
+    register(HostTool(name="picture", description="a picture", input_schema=schema, call=picture))
 """
 
 

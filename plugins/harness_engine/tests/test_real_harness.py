@@ -104,6 +104,14 @@ def test_host_tool_is_declared_in_process_and_answered_in_the_same_turn(hhome: H
     assert 'echo {\\"x\\": 1}' in response["response"]["output"], response
 
 
+def test_a_host_tools_images_reach_the_model(hhome: HarnessHome) -> None:
+    model = hhome.serve(one_turn([{"call": {"name": "picture", "args": {}}}], [{"text": "seen"}]))
+    ok(hhome.turn("t17", "look"))
+    last = json.dumps(model.requests()[-1]["body"]["contents"])
+    assert "here is the picture" in last
+    assert "iVBORw0KGgo" in last, "the image went to the model with the tool's answer"
+
+
 def test_deny_policy_is_enforced_inside_the_harness(hhome: HarnessHome) -> None:
     model = hhome.serve(
         one_turn(

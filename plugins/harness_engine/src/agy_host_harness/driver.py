@@ -112,6 +112,8 @@ class HarnessDriver:
             response["errorMessage"] = result.text or "the host tool failed"
         else:
             response["responseJson"] = msgspec.json.encode({"output": result.text}).decode()
+        if result.images:  # (base64, mime type) pairs, as the harness's media
+            response["supplementalMedia"] = [{"mimeType": mime, "data": data} for data, mime in result.images]
         self._nursery.start_soon(conversation.send, {"toolResponse": response})
         self.lifecycle.add("host-tool-answered", callId=call_id, error=result.is_error)
         return True
