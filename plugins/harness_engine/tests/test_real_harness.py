@@ -294,3 +294,25 @@ def test_a_local_openai_compatible_model(hhome: HarnessHome) -> None:
     assert request["path"] == "/v1/chat/completions" and request["model"] == "llama-3"
     assert request["body"]["stream"] is True
     assert end["usage"]["input_tokens"] == 5, end
+
+
+def test_a_subagent_runs_under_its_parent_and_its_text_is_not_the_answer(hhome: HarnessHome) -> None:
+    hhome.configure(harness={"subagents": True})
+    task = {"TypeName": "research", "Role": "Researcher", "Prompt": "SUBTASK: find the thing"}
+    invoke = {
+        "name": "invoke_subagent",
+        "args": {"Subagents": [task], "toolSummary": "Research", "toolAction": "Researching"},
+    }
+    hhome.serve(
+        {
+            "rules": [{"match": "SUBTASK", "replies": [[{"text": "found the thing"}]]}],
+            "turns": [[[{"text": "delegating. "}, {"call": invoke}], [{"text": "done."}]]],
+        }
+    )
+    run = hhome.turn("t18", "research it")
+    end = ok(run)
+    cards = [e for e in run.of("tool") if e["name"] == "invoke_subagent"]
+    assert cards and cards[-1]["status"] == "done" and cards[-1]["kind"] == "think", run
+    [said] = [e for e in run.of("notice") if e.get("code") == "subagent"]
+    assert "found the thing" in said["message"], run
+    assert "found the thing" not in end["response"] and end["response"].startswith("delegating. done."), run
