@@ -52,6 +52,9 @@ from agy_host_harness.turn import HarnessTurn
 if TYPE_CHECKING:
     from agy_host_harness.engine import HarnessEngine
 
+#: How long a re-opened conversation waits for the harness to release its id.
+IN_USE_WAIT_S = 5.0
+IN_USE = "is already in use"
 ALLOW = PermissionOption(option_id="allow", name="Allow", kind="allow_once")
 REJECT = PermissionOption(option_id="reject", name="Deny", kind="reject_once")
 
@@ -351,14 +354,7 @@ class HarnessDriver:
             app_data_dir=str(self.engine.paths.app_data),
             cascade_id=wanted,
         )
-        conversation = await Conversation.open(
-            harness,
-            session=req.session,
-            config=config,
-            profile=profile,
-            timeout_s=self.settings.start_timeout_seconds,
-            recorder=self.recorder,
-        )
+        conversation = await self._open_conversation(harness, req.session, config, profile)
         if wanted:
             self.stats["resumes"] += 1
         else:
@@ -368,6 +364,29 @@ class HarnessDriver:
         self.conversations[req.session] = conversation
         self._nursery.start_soon(conversation.read, self)
         return conversation
+
+    async def _open_conversation(
+        self, harness: HarnessProcess, session: str, config: dict[str, Any], profile: harness_config.Profile
+    ) -> Conversation:
+        """Open, retrying while the harness still holds the same id: a
+        conversation re-opened on its own id (new settings) races the harness
+        releasing the old socket ("Cascade ID ... is already in use")."""
+        deadline = trio.current_time() + IN_USE_WAIT_S
+        while True:
+            try:
+                return await Conversation.open(
+                    harness,
+                    session=session,
+                    config=config,
+                    profile=profile,
+                    timeout_s=self.settings.start_timeout_seconds,
+                    recorder=self.recorder,
+                )
+            except TurnFailed as exc:
+                if IN_USE not in str(exc) or trio.current_time() >= deadline:
+                    raise
+                self.lifecycle.add("resume-retry", session=session, why="id still in use")
+                await trio.sleep(0.05)
 
     # -- one turn ------------------------------------------------------------------------
 
