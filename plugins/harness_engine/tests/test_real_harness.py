@@ -22,6 +22,31 @@ def ok(run: Any) -> dict[str, Any]:
     return run.end
 
 
+def interrupt_when(hhome: HarnessHome, session: str, marker: str) -> tuple[int, dict[str, Any], float]:
+    """``agy-host run`` until ``marker`` is on stdout, then Ctrl-C: (exit code,
+    the last turn_end, seconds from the signal to the exit)."""
+    argv = [sys.executable, "-m", "agy_host.cli.main", "run", "--engine", "harness", "--format", "json"]
+    argv += ["--session", session, "go"]
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(argv, env=hhome.env, cwd=hhome.cwd, stdout=pipe, stderr=pipe, text=True)
+    assert proc.stdout is not None
+    seen = ""
+    deadline = time.monotonic() + 60
+    while marker not in seen and time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+    assert marker in seen, seen
+    started = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    waited = time.monotonic() - started
+    ends = [json.loads(line) for line in (seen + out).splitlines() if '"turn_end"' in line]
+    assert ends, (seen + out, err)
+    return proc.returncode, ends[-1], waited
+
+
 def one_turn(*replies: list[dict[str, Any]]) -> dict[str, Any]:
     return {"turns": [list(replies)]}
 
@@ -232,25 +257,8 @@ def test_inactivity_halts_the_harness_and_the_next_turn_works(hhome: HarnessHome
 
 def test_ctrl_c_mid_text_aborts_with_the_harness_cancel_and_the_session_goes_on(hhome: HarnessHome) -> None:
     hhome.serve({"turns": [[[{"text": "A1 "}, {"sleep": 30}, {"text": "never"}]], [[{"text": "after"}]]]})
-    argv = [sys.executable, "-m", "agy_host.cli.main", "run", "--engine", "harness", "--format", "json"]
-    argv += ["--session", "t14", "go"]
-    pipe = subprocess.PIPE
-    proc = subprocess.Popen(argv, env=hhome.env, cwd=hhome.cwd, stdout=pipe, stderr=pipe, text=True)
-    assert proc.stdout is not None
-    seen = ""
-    deadline = time.monotonic() + 60
-    while "A1" not in seen and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen += line
-    assert "A1" in seen, seen
-    started = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    waited = time.monotonic() - started
-    assert proc.returncode == 130, (seen + out, err)
-    end = [json.loads(line) for line in (seen + out).splitlines() if '"turn_end"' in line][-1]
+    code, end, waited = interrupt_when(hhome, "t14", "A1")
+    assert code == 130, end
     assert end["stop_reason"] == "aborted", end
     assert waited < 10, f"the cancel took {waited:.1f}s"
     ok(hhome.turn("t14", "next"))
@@ -259,25 +267,9 @@ def test_ctrl_c_mid_text_aborts_with_the_harness_cancel_and_the_session_goes_on(
 def test_ctrl_c_during_a_host_tool_cancels_it_and_the_session_goes_on(hhome: HarnessHome) -> None:
     slow = [{"text": "waiting. "}, {"call": {"name": "slow_tool", "args": {"seconds": 30}}}]
     hhome.serve({"turns": [[slow, [{"text": "never"}]], [[{"text": "after"}]]]})
-    argv = [sys.executable, "-m", "agy_host.cli.main", "run", "--engine", "harness", "--format", "json"]
-    argv += ["--session", "t15", "go"]
-    pipe = subprocess.PIPE
-    proc = subprocess.Popen(argv, env=hhome.env, cwd=hhome.cwd, stdout=pipe, stderr=pipe, text=True)
-    assert proc.stdout is not None
-    seen = ""
-    deadline = time.monotonic() + 60
-    while '"tool_use"' not in seen and time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        seen += line
-    assert '"tool_use"' in seen, seen
-    started = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, (seen + out, err)
-    assert time.monotonic() - started < 10, "the host tool was not cancelled"
-    end = [json.loads(line) for line in (seen + out).splitlines() if '"turn_end"' in line][-1]
+    code, end, waited = interrupt_when(hhome, "t15", '"tool_use"')
+    assert code == 130, end
+    assert waited < 10, "the host tool was not cancelled"
     assert end["stop_reason"] == "aborted" and end["response"] == "waiting. ", end
     after = hhome.turn("t15", "next")
     ok(after)

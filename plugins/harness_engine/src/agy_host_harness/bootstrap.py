@@ -12,7 +12,6 @@ wire format. Field numbers are those of the harness 0.1.x
 from __future__ import annotations
 
 import struct
-from collections.abc import Mapping
 
 import msgspec
 
@@ -142,11 +141,6 @@ def decode_output(data: bytes) -> OutputConfig:
     if not api_key:
         raise BootstrapError("the harness reported no API key for its WebSocket")
     return OutputConfig(port=port, api_key=api_key)
-
-
-def encode_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The ``env`` map as the harness takes it (strings only)."""
-    return {str(k): str(v) for k, v in env.items()}
 
 
 __all__ = [

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-import msgspec
 import trio
 
 from agy_host.engine_turn import TurnFailed
@@ -111,7 +110,7 @@ class Conversation:
                     init = event.initialize_conversation_response if event is not None else None
                     if init is not None:
                         break
-        except (WebSocketClosed, WebSocketError, trio.TooSlowError, msgspec.MsgspecError) as exc:
+        except (WebSocketClosed, WebSocketError, trio.TooSlowError) as exc:
             await ws.aclose()
             await trio.sleep(0.05)  # the harness logs its reason as it closes the socket
             said = "; ".join(harness.lines_since(mark)) or harness.reason()

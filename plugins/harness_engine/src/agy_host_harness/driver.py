@@ -29,6 +29,7 @@ import msgspec
 import trio
 
 from agy_host.engine_turn import ParkedTurns, TurnFailed, driver_scope
+from agy_host.engines import McpServerSpec
 from agy_host.events import (
     BridgeCallActivity,
     ErrorKind,
@@ -40,7 +41,7 @@ from agy_host.events import (
 from agy_host.lifecycle import Lifecycle
 from agy_host.permissions import PermissionDecision, PermissionRequest
 from agy_host.timers import minutes
-from agy_host.tools import ToolResult
+from agy_host.tools import HostTool, ToolResult
 from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host_harness import harness_config, outcome, prompting, wire
 from agy_host_harness.binary import INSTALL_HINT
@@ -314,7 +315,9 @@ class HarnessDriver:
                     conversation.turn.on_closed(f"exit code {harness.returncode}")
                 await conversation.aclose()
 
-    def _profile(self, turn: HarnessTurn) -> harness_config.Profile:
+    def _profile(
+        self, turn: HarnessTurn, tools: list[HostTool], servers: list[McpServerSpec]
+    ) -> harness_config.Profile:
         req = turn.request
         model, effort, note = self.engine.catalog.resolve(req.model or self.settings.model, req.effort or None)
         if note:
@@ -325,14 +328,15 @@ class HarnessDriver:
             cwd=req.cwd,
             policy=self.engine.ctx.permission_policy,
             skip_permissions=req.skip_permissions,
-            host_tools=tuple(sorted(t.name for t in self.engine.ctx.tools())),
-            mcp=tuple(sorted(f"{s.name}:{','.join(s.offers)}" for s in self.engine.ctx.mcp_servers())),
+            host_tools=tuple(sorted(t.name for t in tools)),
+            mcp=tuple(sorted(f"{s.name}:{','.join(s.offers)}" for s in servers)),
         )
 
     async def _conversation(self, turn: HarnessTurn, system_block: str) -> Conversation:
         req = turn.request
         harness = await self._harness()
-        profile = self._profile(turn)
+        tools, servers = self.engine.ctx.tools(), self.engine.ctx.mcp_servers()  # asked once per turn
+        profile = self._profile(turn, tools, servers)
         current = self.conversations.get(req.session)
         wanted = req.conversation_id
         if current is not None and not current.closed:
@@ -348,8 +352,8 @@ class HarnessDriver:
             settings=self.settings,
             profile=profile,
             point=self.engine.endpoint,
-            tools=self.engine.ctx.tools(),
-            servers=self.engine.ctx.mcp_servers(),
+            tools=tools,
+            servers=servers,
             system_block=system_block,
             app_data_dir=str(self.engine.paths.app_data),
             cascade_id=wanted,

@@ -25,8 +25,6 @@ from agy_host.config import narrow_section
 
 SECTION = "harness"
 DEFAULT_MODEL = "gemini-3.8-flash"
-#: Thinking levels the Gemini endpoints take (the host's effort tiers).
-EFFORTS = ("low", "medium", "high")
 SystemPromptMode = Literal["append", "replace"]
 
 
@@ -93,4 +91,4 @@ def narrow(raw: Mapping[str, Any], warn: Callable[[str], None]) -> HarnessSettin
     return settings
 
 
-__all__ = ["DEFAULT_MODEL", "EFFORTS", "SECTION", "HarnessSettings", "narrow"]
+__all__ = ["DEFAULT_MODEL", "SECTION", "HarnessSettings", "narrow"]
