@@ -1,8 +1,10 @@
 """In-process agy-host measurements, one per subprocess (peak RSS is its own).
 
 agy-host's full path is what ``agy-host run`` builds: a :class:`~agy_host.host.Host`
-(config, plugins, the ACP engine selected by name), the engine's driver, and a
-:class:`~agy_host.turn_layer.TurnLayer` whose sink is the renderer. The state
+(config, plugins, the ACP engine selected by name) and the
+:class:`~agy_host.runtime.session.SessionRuntime` that ``run`` uses, whose sink is
+the renderer. ``scale`` drives the engine SDK one level down (many turn layers
+on one driver), which a Session, one turn at a time, does not do. The state
 and config folders point into a temporary directory.
 
     python -m bench.agy_worker flood --count 200000 --renderer null|json
@@ -30,6 +32,7 @@ import trio
 from agy_host.events import HostEvent
 from agy_host.host import Host
 from agy_host.prompt import TextBlock
+from agy_host.runtime.session import SessionRuntime, say_nothing
 from agy_host.turn_layer import TurnLayer
 from bench.common import FLOOD_TEXT, MemoryWindow, emit_result, flood_agent_command, now, scale_agent_command
 
@@ -108,26 +111,24 @@ def flood(count: int, renderer_kind: str, agent_python: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="agy-bench-") as tmp_name, open(os.devnull, "w") as devnull:
         tmp = Path(tmp_name)
         host = _host(tmp, flood_agent_command(agent_python, count))
-        engine = host.load_engine()
         renderer = _renderer(renderer_kind, devnull)
         clock = PromptClock()
         clock.install()
         out: dict[str, Any] = {}
 
         async def run() -> None:
-            async with engine.open_driver() as driver:
-                layer = _layer(host, engine, driver, renderer.handle)
-                warm = await layer.run_turn("bench", [TextBlock(text="warm")], cwd=tmp_name)
-                if warm.exit_code != 0:
-                    raise SystemExit(f"warm turn failed: {warm.error}")
+            async with SessionRuntime.open(host, cwd=tmp_name, sink=renderer.handle, say=say_nothing) as runtime:
+                warm = await runtime.turn("bench", [TextBlock(text="warm")], cwd=tmp_name)
+                if warm is None or warm.exit_code != 0:
+                    raise SystemExit(f"warm turn failed: {warm.error if warm else 'left behind'}")
                 mem = MemoryWindow()
                 mem.start()
                 t0 = now()
-                result = await layer.run_turn("bench", [TextBlock(text="go")], cwd=tmp_name)
+                result = await runtime.turn("bench", [TextBlock(text="go")], cwd=tmp_name)
                 t1 = now()
                 mem.stop()
-                if result.exit_code != 0:
-                    raise SystemExit(f"flood turn failed: {result.error}")
+                if result is None or result.exit_code != 0:
+                    raise SystemExit(f"flood turn failed: {result.error if result else 'left behind'}")
                 out.update(
                     turn_s=t1 - t0,
                     #: session/prompt sent -> its response received (streaming only)

@@ -78,7 +78,7 @@ def worker(count: int, scenario: Path, python: str) -> dict[str, Any]:
 
     from agy_host.host import Host
     from agy_host.prompt import TextBlock
-    from agy_host.turn_layer import TurnLayer
+    from agy_host.runtime.session import SessionRuntime, TurnSettings, say_nothing
     from bench.agy_worker import NullRenderer
 
     with tempfile.TemporaryDirectory(prefix="agy-bench-sj-") as tmp:
@@ -95,29 +95,20 @@ def worker(count: int, scenario: Path, python: str) -> dict[str, Any]:
             AGY_BIN=str(wrapper),
         )
         host = Host(env=env, engine="stream-json", warn=lambda m: print(f"warning: {m}", file=sys.stderr))
-        engine = host.load_engine()
         renderer = NullRenderer()
         out: dict[str, Any] = {}
 
         async def run() -> None:
-            async with engine.open_driver() as driver:
-                layer = TurnLayer(
-                    engine=engine,
-                    driver=driver,
-                    store=host.store,
-                    plugins=host.plugins,
-                    config=host.config,
-                    sink=renderer.handle,
-                    warn=host.warn,
-                )
+            async with SessionRuntime.open(host, cwd=tmp, sink=renderer.handle, say=say_nothing) as runtime:
                 mem = MemoryWindow()
                 mem.start()
                 t0 = now()
-                result = await layer.run_turn("bench", [TextBlock(text="go")], cwd=tmp, skip_permissions=True)
+                settings = TurnSettings(skip_permissions=True)
+                result = await runtime.turn("bench", [TextBlock(text="go")], cwd=tmp, settings=settings)
                 t1 = now()
                 mem.stop()
-                if result.exit_code != 0:
-                    raise SystemExit(f"stream-json turn failed: {result.error}")
+                if result is None or result.exit_code != 0:
+                    raise SystemExit(f"stream-json turn failed: {result.error if result else 'left behind'}")
                 out.update(turn_s=t1 - t0, chunks=len(result.response) // len(FLOOD_TEXT), **mem.as_dict())
 
         trio.run(run)

@@ -16,7 +16,8 @@ from typing import Any
 
 import pytest
 
-from agy_host.cli.prompt_input import (
+from agy_host.prompt import ImageBlock, ResourceBlock, TextBlock
+from agy_host.runtime.prompt_input import (
     PromptInputError,
     at_paths,
     build_prompt,
@@ -24,7 +25,6 @@ from agy_host.cli.prompt_input import (
     pasted_images,
     read_system_prompt,
 )
-from agy_host.prompt import ImageBlock, ResourceBlock, TextBlock
 
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

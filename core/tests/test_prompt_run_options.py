@@ -1,7 +1,7 @@
 """``run``'s prompt options (``--system-prompt``, ``--file``, ``--image``,
 ``@path``, ``--digest``) and its notice when ``--session`` starts a new
 conversation. Skipped until ``run`` has the options (the lead wires
-:mod:`agy_host.cli.prompt_input` into ``run_cmd``)."""
+:mod:`agy_host.runtime.prompt_input` into ``run_cmd``)."""
 
 from __future__ import annotations
 

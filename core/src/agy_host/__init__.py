@@ -1,7 +1,8 @@
 """agy-host: drive coding agents (Google Antigravity first) from the terminal
 and from Python.
 
-Plugin authors import from here::
+Programs drive agents with :func:`open_session` and :func:`run` (see
+``docs/python.md``); plugin authors import from here::
 
     from agy_host import hookimpl
 
@@ -23,6 +24,36 @@ if TYPE_CHECKING:
     hookimpl: pluggy.HookimplMarker
 
 _EXPORTS = {
+    # the Python API
+    "open_session": "agy_host.api",
+    "run": "agy_host.api",
+    "Session": "agy_host.api",
+    "Turn": "agy_host.api",
+    "AgyHostError": "agy_host.api",
+    "EngineUnavailable": "agy_host.api",
+    "PermissionDenied": "agy_host.api",
+    "SessionNotFound": "agy_host.api",
+    "TurnError": "agy_host.api",
+    "TurnInterrupted": "agy_host.api",
+    "TurnTimeout": "agy_host.api",
+    "UsageError": "agy_host.api",
+    "TurnResult": "agy_host.turn_result",
+    "ExitCode": "agy_host.exit_codes",
+    # what a turn streams
+    "HostEvent": "agy_host.events",
+    "TurnStarted": "agy_host.events",
+    "TextDelta": "agy_host.events",
+    "ThoughtDelta": "agy_host.events",
+    "ToolCard": "agy_host.events",
+    "PermissionAnswered": "agy_host.events",
+    "UsageReport": "agy_host.events",
+    "UsageCounts": "agy_host.events",
+    "Notice": "agy_host.events",
+    "ToolUseRequested": "agy_host.events",
+    "TurnEnded": "agy_host.events",
+    "FileDiff": "agy_host.events",
+    "PermissionOption": "agy_host.events",
+    # for plugin and engine authors
     "Engine": "agy_host.engines",
     "EngineCapabilities": "agy_host.engines",
     "EngineContext": "agy_host.engines",

@@ -167,8 +167,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         ] = None,
     ) -> None:
         from agy_host.cli.common import check_format
-        from agy_host.cli.prompt_input import PromptInputError, read_system_prompt
         from agy_host.cli.run_cmd import check_session_name
+        from agy_host.runtime.prompt_input import PromptInputError, read_system_prompt
 
         check_format(fmt)
         if resume and not session:
@@ -219,8 +219,8 @@ def _resume_hint(opts: AskOptions) -> str:
 
 def ask_command(state: CliState, opts: AskOptions) -> int:
     from agy_host.cli.chat_cmd import apply_overrides
-    from agy_host.cli.prompt_input import PromptInputError, prepare
     from agy_host.engines import EngineError
+    from agy_host.runtime.prompt_input import PromptInputError, prepare
 
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
     apply_overrides(host, opts.system_prompt, opts.digest)
@@ -299,16 +299,9 @@ def _early(opts: AskOptions, host: Host, message: str, code: int) -> int:
 async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) -> tuple[TurnResult | None, str]:
     import trio
 
-    from agy_host.cli.conversation import (
-        Conversation,
-        TurnSettings,
-        command_scope,
-        describe_error,
-        watch_interrupts,
-        write_last_run,
-    )
+    from agy_host.runtime.session import SessionRuntime, TurnSettings, describe_error, watch_interrupts
 
-    conv: Conversation | None = None
+    runtime: SessionRuntime | None = None
     result: TurnResult | None = None
     error = ""
     async with trio.open_nursery() as watcher:
@@ -319,13 +312,10 @@ async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) ->
             error = "interrupted before the turn started"
             watcher.cancel_scope.cancel()
 
-        await watcher.start(watch_interrupts, lambda: conv, before_the_turn)
+        await watcher.start(watch_interrupts, lambda: runtime, before_the_turn)
         try:
-            engine_name = host.load_engine().ENGINE_NAME
-            async with command_scope(host, engine_name=engine_name, cwd=opts.cwd) as (roundtrips, nursery):
-                conv = Conversation(host, nursery=nursery, sink=None, roundtrips=roundtrips, services=host.services)
+            async with SessionRuntime.open(host, cwd=opts.cwd, exit_on_third_interrupt=True) as runtime:
                 try:
-                    await conv.open()
                     settings = TurnSettings(
                         model=opts.model,
                         effort=opts.effort,
@@ -333,12 +323,11 @@ async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) ->
                         skip_permissions=opts.skip_permissions,
                         timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
                     )
-                    result = await conv.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
+                    result = await runtime.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
                     if result is None:
                         error = "interrupted; agy-host stopped waiting for the agent"
                 finally:
-                    write_last_run(host, conv, opts.session, result)
-                    await conv.aclose()
+                    runtime.write_last_run(opts.session, result)
         except Exception as exc:
             error = describe_error(exc)
         finally:

@@ -28,11 +28,10 @@ from agy_host.cli.exit_codes import ExitCode, epilog
 
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
-    from agy_host.cli.conversation import Conversation, TurnSettings
     from agy_host.cli.line_editor import LineEditor, PipeReader
     from agy_host.host import Host
     from agy_host.rendering import Renderer, RendererFactory
-    from agy_host.roundtrip import RoundTrips
+    from agy_host.runtime.session import SessionRuntime, TurnSettings
     from agy_host.turn_layer import TurnResult
 
 CHAT_HELP = """Chat with the agent: many turns, one agent conversation.
@@ -95,11 +94,10 @@ class Chat:
         *,
         out: IO[str] | None = None,
     ) -> None:
-        from agy_host.cli.conversation import TurnSettings
+        from agy_host.runtime.session import TurnSettings
 
         self.state = state
         self.host = host
-        self.services_host = host
         self.opts = opts
         self.renderer = renderer
         self.editor = editor
@@ -114,8 +112,7 @@ class Chat:
             timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
             inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
         )
-        self.conv: Conversation | None = None
-        self.roundtrips: RoundTrips | None = None
+        self.runtime: SessionRuntime | None = None
         self.last_result: TurnResult | None = None
         self.leaving = False
         self.color = bool(getattr(self.out, "isatty", lambda: False)()) and not host.env.get("NO_COLOR")
@@ -130,7 +127,7 @@ class Chat:
         self.out.flush()
 
     def prompt(self) -> str:
-        engine = self.conv.engine.ENGINE_NAME if self.conv is not None else "?"
+        engine = self.runtime.engine.ENGINE_NAME if self.runtime is not None else "?"
         if self.color:
             return f"\x1b[2m{engine}\x1b[0m \x1b[1;36m›\x1b[0m "
         return f"{engine} › "
@@ -138,8 +135,8 @@ class Chat:
     def banner(self) -> None:
         from agy_host.cli.sessions_cmd import resume_note
 
-        assert self.conv is not None
-        engine = self.conv.engine
+        assert self.runtime is not None
+        engine = self.runtime.engine
         bound = self.host.store.get(engine.store_key(self.session)) is not None
         label = engine.agent_label()
         agent = f" ({label})" if label != engine.ENGINE_NAME else ""
@@ -172,13 +169,13 @@ class Chat:
         return ExitCode.OK
 
     async def send(self, text: str) -> None:
-        from agy_host.cli.prompt_input import PromptInputError, prepare
+        from agy_host.runtime.prompt_input import PromptInputError, prepare
 
-        assert self.conv is not None
+        assert self.runtime is not None
         try:
             blocks = prepare(
                 text,
-                self.conv.engine,
+                self.runtime.engine,
                 cwd=self.cwd,
                 detect_pasted=True,
                 max_bytes=self.host.config.prompt.max_attachment_bytes,
@@ -187,7 +184,9 @@ class Chat:
             self.say(f"not sent: {exc}", "red")
             return
         with self.editor.turn_mode():
-            self.last_result = await self.conv.turn(self.session, blocks, cwd=self.cwd, settings=self.settings)
+            self.last_result = await self.runtime.turn(self.session, blocks, cwd=self.cwd, settings=self.settings)
+            if self.last_result is None:
+                self.say("the agent did not stop; it is restarted for the next turn", "yellow")
 
     def on_idle_interrupt(self) -> None:
         """SIGINT with no turn running: only a piped chat or agent start-up
@@ -198,26 +197,15 @@ class Chat:
     async def switch(self, host: Host) -> bool:
         """Continue on another engine (its own agent conversation for this
         session); the current one stays up until the new one started."""
-        from agy_host.builtins.config_capture import use_config
-        from agy_host.cli.conversation import Conversation, describe_error
+        from agy_host.runtime.session import describe_error
 
+        assert self.runtime is not None
         try:
-            assert self.conv is not None
-            conv = Conversation(
-                host,
-                nursery=self.conv.nursery,
-                sink=self.renderer.handle,
-                roundtrips=self.roundtrips,
-                services=self.services_host.services,
-            )
-            await conv.open()
+            await self.runtime.switch(host)
         except Exception as exc:
             self.say(f"cannot switch: {describe_error(exc)}", "red")
             return False
-        old, self.conv, self.host = self.conv, conv, host
-        use_config(host.config)
-        if old is not None:
-            await old.aclose()
+        self.host = host
         return True
 
 
@@ -266,8 +254,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         ] = None,
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the agent's thinking in full.")] = False,
     ) -> None:
-        from agy_host.cli.prompt_input import PromptInputError, read_system_prompt
         from agy_host.cli.run_cmd import check_session_name
+        from agy_host.runtime.prompt_input import PromptInputError, read_system_prompt
 
         if resume and not session:
             fail("--resume needs --session NAME", ExitCode.USAGE)
@@ -343,30 +331,27 @@ def _editor(host: Host) -> LineEditor | PipeReader:
 async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.cli.conversation import Conversation, command_scope, describe_error, watch_interrupts, write_last_run
     from agy_host.rendering import RenderOptions
+    from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
 
     renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose))
     editor = _editor(host)
     chat = Chat(state, host, opts, renderer, editor)
     code: int = ExitCode.OK
-    engine_name = host.load_engine().ENGINE_NAME
     try:
         async with trio.open_nursery() as watcher:
-            await watcher.start(watch_interrupts, lambda: chat.conv, chat.on_idle_interrupt)
+            await watcher.start(watch_interrupts, lambda: chat.runtime, chat.on_idle_interrupt)
             try:
-                async with command_scope(host, engine_name=engine_name, cwd=opts.cwd) as (roundtrips, nursery):
-                    chat.roundtrips = roundtrips
-                    chat.conv = Conversation(
-                        host, nursery=nursery, sink=renderer.handle, roundtrips=roundtrips, services=host.services
-                    )
+                async with SessionRuntime.open(
+                    host, cwd=opts.cwd, sink=renderer.handle, start=False, exit_on_third_interrupt=True
+                ) as runtime:
+                    chat.runtime = runtime
                     try:
-                        await chat.conv.open()
+                        await runtime.start()
                         chat.banner()
                         code = await chat.loop()
                     finally:
-                        write_last_run(chat.host, chat.conv, chat.session, chat.last_result)
-                        await chat.conv.aclose()
+                        runtime.write_last_run(chat.session, chat.last_result)
             except Exception as exc:
                 print(f"agy-host: error: {describe_error(exc)}", file=sys.stderr, flush=True)
                 code = ExitCode.ERROR

@@ -70,7 +70,7 @@ async def _model(chat: Chat, rest: str) -> None:
     """Show the model and the ones available, or use ID from the next turn on."""
     import trio
 
-    assert chat.conv is not None
+    assert chat.runtime is not None
     if rest:
         chat.settings.model = None if rest in {"default", "-"} else rest
         chat.say(f"model: {_current(chat, chat.settings.model, chat.host.config.model)} (from the next turn)")
@@ -79,9 +79,9 @@ async def _model(chat: Chat, rest: str) -> None:
     catalog = None
     with trio.move_on_after(MODELS_TIMEOUT_S):
         try:
-            catalog = await chat.conv.engine.list_models()
+            catalog = await chat.runtime.engine.list_models()
         except Exception as exc:
-            chat.say(f"the {chat.conv.engine.ENGINE_NAME} engine could not list models: {exc}", "yellow")
+            chat.say(f"the {chat.runtime.engine.ENGINE_NAME} engine could not list models: {exc}", "yellow")
             return
     if catalog is None:
         chat.say(f"the engine did not list its models within {MODELS_TIMEOUT_S:g}s", "yellow")
@@ -105,11 +105,11 @@ async def _effort(chat: Chat, rest: str) -> None:
 @command("/mode", "[MODE]")
 async def _mode(chat: Chat, rest: str) -> None:
     """Show or set the agent mode (accept-edits, plan, ...)."""
-    assert chat.conv is not None
+    assert chat.runtime is not None
     if rest:
-        if rest == "plan" and not chat.conv.engine.capabilities.plan_mode:
+        if rest == "plan" and not chat.runtime.engine.capabilities.plan_mode:
             chat.say(
-                f"the {chat.conv.engine.ENGINE_NAME} engine has no plan mode; for a review-only plan use "
+                f"the {chat.runtime.engine.ENGINE_NAME} engine has no plan mode; for a review-only plan use "
                 "`agy-host ask --mode plan PROMPT` (the agy CLI's plan mode)",
                 "yellow",
             )
@@ -124,11 +124,11 @@ async def _engine(chat: Chat, rest: str) -> None:
     from agy_host.cli.chat_cmd import apply_overrides
     from agy_host.cli.sessions_cmd import resume_note
 
-    assert chat.conv is not None
-    current = chat.conv.engine.ENGINE_NAME
+    assert chat.runtime is not None
+    current = chat.runtime.engine.ENGINE_NAME
     installed = chat.host.installed_engines()
     if not rest:
-        chat.say(f"engine: {current} ({chat.conv.engine.agent_label()})")
+        chat.say(f"engine: {current} ({chat.runtime.engine.agent_label()})")
         for name, origin in installed.items():
             chat.say(f"  {'*' if name == current else ' '} {name}  {origin}")
         return
@@ -143,8 +143,8 @@ async def _engine(chat: Chat, rest: str) -> None:
     apply_overrides(host, chat.host.config.system_prompt, chat.host.config.prompt.digest)
     if not await chat.switch(host):
         return
-    assert chat.conv is not None
-    engine = chat.conv.engine
+    assert chat.runtime is not None
+    engine = chat.runtime.engine
     bound = chat.host.store.get(engine.store_key(chat.session))
     state = f"continues conversation {bound.conversation_id}" if bound else "starts a new conversation"
     chat.say(f"engine: {engine.ENGINE_NAME} ({engine.agent_label()}); session {chat.session} {state}")
@@ -167,8 +167,8 @@ async def _new(chat: Chat, rest: str) -> None:
     except typer.Exit:
         return  # check_session_name already said why
     chat.session = name
-    assert chat.conv is not None
-    bound = chat.host.store.get(chat.conv.engine.store_key(name))
+    assert chat.runtime is not None
+    bound = chat.host.store.get(chat.runtime.engine.store_key(name))
     chat.say(f"session {name}" + (f" (continues conversation {bound.conversation_id})" if bound else " (new)"))
 
 
@@ -206,14 +206,14 @@ async def _doctor(chat: Chat, rest: str) -> None:
     from agy_host.cli.doctor_cmd import rendering_rows, snapshot_rows
     from agy_host.diagnostics import DiagnosticReport
 
-    assert chat.conv is not None
+    assert chat.runtime is not None
     report = DiagnosticReport()
-    engine = chat.conv.engine
+    engine = chat.runtime.engine
     sec = report.section("chat")
     sec.add("engine", f"{engine.ENGINE_NAME} ({engine.agent_label()})")
     sec.add("session", chat.session)
     sec.add("settings", msgspec.json.encode(chat.settings).decode())
-    snapshot = chat.conv.snapshot()
+    snapshot = chat.runtime.snapshot()
     if snapshot is not None:
         snapshot_rows(report.section("driver"), snapshot)
     rendering_rows(chat.host, report)

@@ -152,7 +152,7 @@ def _session_rows(host: Host, engine: Engine | None, report: DiagnosticReport) -
 
 
 def _last_run_rows(host: Host, report: DiagnosticReport) -> None:
-    from agy_host.cli.last_run import read_last_run
+    from agy_host.runtime.last_run import read_last_run
 
     sec = report.section("last run")
     last = read_last_run(host)

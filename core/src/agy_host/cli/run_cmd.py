@@ -1,22 +1,17 @@
 """``agy-host run PROMPT``: one agent turn, streamed.
 
-The command owns a trio nursery for the length of the turn: the round-trip
-state (:mod:`agy_host.roundtrip`) first, then plugin services (the bridge,
-bound to it), then the engine's driver, then the turn. A turn that parks on
-a host tool runs the tool and continues until the agent ends its turn; a tool
-result that arrived after its call had died is sent in a follow-up turn of
-the same session (a one-shot command has no "next turn" to carry it).
+The turn runs on a :class:`~agy_host.runtime.session.SessionRuntime` (round-trips,
+services, the engine's driver, host tools and late results, all there); this
+module turns options into it and its result into output and an exit code.
 Ctrl-C asks the engine to abort the turn and waits for its outcome, so the
 session binding is saved and the exit code is 130; a second Ctrl-C stops
-waiting; a third exits the process at once.
+waiting; a third exits the process at once. Ctrl-C while the agent is still
+starting gives up at once.
 """
 
 from __future__ import annotations
 
-import os
-import secrets
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -25,18 +20,14 @@ import typer
 
 from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode, epilog
-from agy_host.prompt import PromptBlock
+from agy_host.prompt import PromptBlock, TextBlock
 
 if TYPE_CHECKING:
-    import trio
-
     from agy_host.cli.app import CliState
     from agy_host.engines import Engine
     from agy_host.host import Host
-    from agy_host.rendering import Renderer, RendererFactory
-    from agy_host.roundtrip import RoundTrips
-    from agy_host.turn_layer import TurnLayer, TurnResult
-    from agy_host.turns import DriverSnapshot, TurnDriver
+    from agy_host.rendering import RendererFactory
+    from agy_host.turn_layer import TurnResult
 
 RUN_HELP = """Run one agent turn and stream the answer.
 
@@ -56,8 +47,6 @@ prints only the final answer.
 """
 
 SESSION_HELP = "Host session to create or continue (letters, digits, . _ - : only)."
-#: Follow-up turns that carry late tool results, at most, per command.
-MAX_LATE_FOLLOW_UPS = 3
 
 
 class RunOptions(msgspec.Struct, kw_only=True):
@@ -87,19 +76,18 @@ class RunOptions(msgspec.Struct, kw_only=True):
 
 def generate_session_name() -> str:
     """``run-20261202-152400-a1b2``: sortable, and unique enough per second."""
-    return f"run-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    from agy_host.runtime.naming import generate_session_name as generate
+
+    return generate("run")
 
 
 def check_session_name(name: str) -> str:
-    """Names become store keys with an ``@engine`` suffix, so ``@`` (and
-    anything invisible) is refused rather than silently mangled."""
-    if not name or len(name) > 200:
-        fail("a session name must be 1 to 200 characters", ExitCode.USAGE)
-    bad = sorted({c for c in name if not (c.isalnum() or c in "._-:")})
-    if bad:
-        fail(
-            f"session name {name!r} contains {''.join(bad)!r}; use letters, digits, '.', '_', '-', ':'", ExitCode.USAGE
-        )
+    """The name, or exit 2 with why it cannot be one."""
+    from agy_host.runtime.naming import session_name_problem
+
+    problem = session_name_problem(name)
+    if problem:
+        fail(problem, ExitCode.USAGE)
     return name
 
 
@@ -194,7 +182,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")
         ] = None,
     ) -> None:
-        from agy_host.cli.prompt_input import PromptInputError, read_system_prompt
+        from agy_host.runtime.prompt_input import PromptInputError, read_system_prompt
 
         if resume and not session:
             fail("--resume needs --session NAME", ExitCode.USAGE)
@@ -230,9 +218,9 @@ def run_command(state: CliState, opts: RunOptions) -> int:
     """Everything up to the trio loop: host, renderer, engine, resume check."""
     from agy_host.builtins import render_context
     from agy_host.cli.chat_cmd import apply_overrides
-    from agy_host.cli.prompt_input import PromptInputError, prepare
     from agy_host.cli.sessions_cmd import resume_note
     from agy_host.engines import EngineError
+    from agy_host.runtime.prompt_input import PromptInputError, prepare
 
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
     apply_overrides(host, opts.system_prompt, opts.digest)
@@ -294,130 +282,58 @@ def _early_exit(opts: RunOptions, message: str, code: int) -> NoReturn:
     fail(message, code)
 
 
-def _describe(exc: BaseException) -> str:
-    """A readable one-liner, flattening trio's exception groups."""
-    from agy_host.engines import EngineError
-
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(_describe(e) for e in exc.exceptions)
-    if isinstance(exc, EngineError):
-        return str(exc)  # already written for the user
-    return f"{type(exc).__name__}: {exc}"
-
-
 async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: RendererFactory) -> int:
     import trio
 
     from agy_host.rendering import RenderOptions
-    from agy_host.roundtrip import RoundTripSettings, ServiceContext, open_roundtrips
+    from agy_host.runtime.session import SessionRuntime, TurnSettings, describe_error, watch_interrupts
 
     renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose))
     result: TurnResult | None = None
-    snapshot: DriverSnapshot | None = None
     error = ""
-    settings = RoundTripSettings.from_config(host.config.bridge)
-    async with open_roundtrips(settings) as roundtrips, trio.open_nursery() as nursery:
+    session: SessionRuntime | None = None
+    settings = TurnSettings(
+        model=opts.model,
+        effort=opts.effort,
+        mode=opts.mode,
+        skip_permissions=opts.skip_permissions,
+        timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
+        inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
+    )
+    interrupted = False
+    async with trio.open_nursery() as watcher:
+
+        def before_the_turn() -> None:
+            nonlocal interrupted
+            interrupted = True
+            watcher.cancel_scope.cancel()
+
+        await watcher.start(watch_interrupts, lambda: session, before_the_turn)
         try:
-            context = ServiceContext(
-                roundtrips=roundtrips,
-                engine_name=engine.ENGINE_NAME,
-                cwd=opts.cwd,
-                config=host.config,
-                env=host.env,
-                tools=host.plugins.tools,
-                warn=host.warn,
-            )
-            await host.start_services(nursery, context)
-            async with engine.open_driver() as driver:
-                from agy_host.turn_layer import TurnLayer
-
-                layer = TurnLayer(
-                    engine=engine,
-                    driver=driver,
-                    store=host.store,
-                    plugins=host.plugins,
-                    config=host.config,
-                    sink=renderer.handle,
-                    warn=host.warn,
-                    roundtrips=roundtrips,
-                )
-                with trio.CancelScope() as turn_scope:
-                    await nursery.start(_watch_sigint, layer, turn_scope)
-                    result = await _turn(host, layer, driver, opts, roundtrips)
-                roundtrips.detach(layer)
-                snapshot = _snapshot(host, driver)
+            async with SessionRuntime.open(
+                host, cwd=opts.cwd, sink=renderer.handle, exit_on_third_interrupt=True
+            ) as session:
+                try:
+                    blocks = opts.blocks or [TextBlock(text=opts.prompt)]
+                    result = await session.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
+                finally:
+                    session.write_last_run(opts.session, result)
         except Exception as exc:
-            error = _describe(exc)
+            error = describe_error(exc)
         finally:
-            nursery.cancel_scope.cancel()
-    _close(renderer, host)
-    if error:
-        print(f"agy-host: error: {error}", file=sys.stderr, flush=True)
-    code = result.exit_code if result is not None else (ExitCode.ERROR if error else ExitCode.INTERRUPTED)
-    if snapshot is not None:
-        from agy_host.cli.last_run import LastRun, write_last_run
-        from agy_host.store import utc_now
-
-        write_last_run(
-            host,
-            LastRun(
-                written_at=utc_now(),
-                session=opts.session,
-                engine=engine.ENGINE_NAME,
-                exit_code=code,
-                stop_reason=result.stop_reason if result else "",
-                snapshot=snapshot,
-            ),
-        )
-    if opts.fmt == "json":
-        _print_done(opts, result, code, error)
-    return code
-
-
-async def _turn(
-    host: Host, layer: TurnLayer, driver: TurnDriver, opts: RunOptions, roundtrips: RoundTrips
-) -> TurnResult:
-    """The turn, its host tools, and follow-up turns for late tool results."""
-    from agy_host.prompt import TextBlock
-    from agy_host.turn_layer import ToolResultSink
-
-    tools = {tool.name: tool for tool in host.plugins.tools()}
-    sinks = [roundtrips, *(s for s in [*host.services, driver] if isinstance(s, ToolResultSink))]
-    prompt: list[PromptBlock] = opts.blocks or [TextBlock(text=opts.prompt)]
-    follow_ups = 0
-    while True:
-        result = await layer.run_turn(
-            opts.session,
-            prompt,
-            cwd=opts.cwd,
-            model=opts.model,
-            effort=opts.effort,
-            mode=opts.mode,
-            skip_permissions=opts.skip_permissions,
-            timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
-            inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
-        )
-        while result.stop_reason == "tool_use":
-            result = await layer.resolve_tool_use(tools, sinks)
-        if result.stop_reason == "aborted" or not roundtrips.has_late_results or follow_ups >= MAX_LATE_FOLLOW_UPS:
-            return result
-        follow_ups += 1
-        prompt = []  # the late results are the whole prompt
-
-
-def _snapshot(host: Host, driver: TurnDriver) -> DriverSnapshot | None:
-    try:
-        return driver.snapshot()
-    except Exception as exc:
-        host.warn(f"the driver could not describe itself for doctor: {_describe(exc)}")
-        return None
-
-
-def _close(renderer: Renderer, host: Host) -> None:
+            watcher.cancel_scope.cancel()
     try:
         renderer.close()
     except Exception as exc:
-        host.warn(f"the renderer failed while closing: {_describe(exc)}")
+        host.warn(f"the renderer failed while closing: {describe_error(exc)}")
+    if error:
+        print(f"agy-host: error: {error}", file=sys.stderr, flush=True)
+    elif interrupted:
+        print("agy-host: interrupted", file=sys.stderr, flush=True)
+    code = result.exit_code if result is not None else (ExitCode.ERROR if error else ExitCode.INTERRUPTED)
+    if opts.fmt == "json":
+        _print_done(opts, result, code, error)
+    return code
 
 
 def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: str) -> None:
@@ -436,26 +352,6 @@ def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: s
     }
     sys.stdout.write(msgspec.json.encode(done).decode() + "\n")
     sys.stdout.flush()
-
-
-async def _watch_sigint(layer: TurnLayer, turn_scope: trio.CancelScope, *, task_status: trio.TaskStatus[None]) -> None:
-    import signal
-
-    import trio
-
-    with trio.open_signal_receiver(signal.SIGINT) as signals:
-        task_status.started()
-        count = 0
-        async for _ in signals:
-            count += 1
-            if count == 1:
-                print("\nagy-host: interrupting the turn (Ctrl-C again to stop waiting)", file=sys.stderr, flush=True)
-                layer.abort("interrupted")
-            elif count == 2:
-                print("agy-host: not waiting for the agent any longer", file=sys.stderr, flush=True)
-                turn_scope.cancel()
-            else:
-                os._exit(ExitCode.INTERRUPTED)
 
 
 __all__ = ["RUN_HELP", "RunOptions", "check_session_name", "generate_session_name", "register", "run_command"]

@@ -1,0 +1,350 @@
+"""The Python API: drive an agent from a program, under trio or asyncio.
+
+::
+
+    async with agy_host.open_session(agent="gemini --acp", session="work") as s:
+        async for event in s.prompt("fix the failing test"):
+            if isinstance(event, agy_host.TextDelta):
+                print(event.delta, end="")
+        print(s.result.stop_reason, s.result.usage)
+
+    r = agy_host.run("summarise README.md", engine="harness")
+
+A :class:`Session` is a front-end of the same
+:class:`~agy_host.runtime.session.SessionRuntime` that ``agy-host run``,
+``chat`` and ``ask`` use, built from the same config and store: its sessions
+are the CLI's (``agy-host sessions list`` shows them) and the reverse.
+Under asyncio the runtime runs as a trio guest on asyncio's loop (see
+:mod:`agy_host.api._loops` and ``docs/python.md`` for why).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agy_host.api.errors import (
+    AgyHostError,
+    EngineUnavailable,
+    PermissionDenied,
+    SessionNotFound,
+    TurnError,
+    TurnInterrupted,
+    TurnTimeout,
+    UsageError,
+    error_for,
+)
+
+if TYPE_CHECKING:
+    from agy_host.api._loops import Job, Loop
+    from agy_host.api._setup import Options, PermissionCallback
+    from agy_host.events import HostEvent
+    from agy_host.host import Host
+    from agy_host.prompt import PromptBlock
+    from agy_host.turn_result import TurnResult
+
+#: How long an aborted turn may take to settle before it is left behind.
+ABORT_GRACE_S = 10.0
+_END = object()
+
+
+class Turn:
+    """One prompt's turn: iterate it for its events; ``result`` once it ended.
+
+    A turn that is closed before it ended is aborted the way Ctrl-C aborts
+    one: the agent is asked to stop, the session binding is kept, and after
+    :data:`ABORT_GRACE_S` an agent that does not stop is left behind (and
+    restarted by the next prompt). A turn is closed by a cancelled task, by
+    ``async with s.prompt(...) as turn`` ending, by :meth:`aclose`, and, for
+    a loop left with ``break``, at the next prompt or when the session closes
+    (Python finalizes an abandoned iterator only later)."""
+
+    def __init__(self, session: Session, blocks: list[PromptBlock], *, check: bool) -> None:
+        self._session = session
+        self._blocks = blocks
+        self._check = check
+        self._job: Job[TurnResult | None] | None = None
+        self._queue: Any = None
+        self.result: TurnResult | None = None
+
+    async def _start(self) -> None:
+        if self._job is not None:
+            return
+        session, loop = self._session, self._session._loop_()
+        previous, session._current = session._current, self
+        if previous is not None and previous is not self:
+            await previous.aclose()  # an abandoned turn ends before the next starts
+        self._queue = loop.queue()
+        opts = session._options
+        runtime = loop.runtime
+        queue = self._queue
+
+        async def turn() -> TurnResult | None:
+            try:
+                return await runtime.turn(opts.session, self._blocks, cwd=opts.cwd, settings=opts.settings)
+            finally:
+                queue.put_nowait(_END)
+
+        self._job = loop.spawn(turn)
+
+    async def __aenter__(self) -> Turn:
+        await self._start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def _event(self, event: HostEvent) -> None:
+        if self._queue is not None:
+            self._queue.put_nowait(event)
+
+    def __aiter__(self) -> AsyncIterator[HostEvent]:
+        return self._events()
+
+    async def _events(self) -> AsyncIterator[HostEvent]:
+        await self._start()
+        finished = False
+        try:
+            while True:
+                item = await self._queue.get()
+                if item is _END:
+                    finished = True
+                    break
+                yield item
+        finally:
+            if not finished:
+                await self.aclose()
+        self._settle()
+
+    async def wait(self) -> TurnResult:
+        """Run the turn to its end without looking at its events."""
+        async for _ in self:
+            pass
+        assert self.result is not None
+        return self.result
+
+    async def aclose(self) -> None:
+        """Abort the turn if it still runs, and wait until it settled."""
+        job = self._job
+        if job is None or self.result is not None:
+            return
+        loop = self._session._loop_()
+        runtime = loop.runtime
+        if not job.done:
+            loop.soon(lambda: runtime.abort("cancelled by the program"))
+            if not await loop.wait(job, ABORT_GRACE_S):
+                loop.soon(runtime.stop_waiting)
+                await loop.wait(job, None)
+        if self.result is None:
+            self._settle(check=False)
+
+    def _settle(self, *, check: bool | None = None) -> None:
+        assert self._job is not None
+        if self._session._current is self:
+            self._session._current = None
+        result = self._job.unwrap()
+        if result is None:
+            from agy_host.runtime.session import STOPPED_WAITING
+            from agy_host.turn_result import TurnResult
+
+            result = TurnResult(
+                session=self._session.name,
+                stop_reason="aborted",
+                exit_code=130,
+                duration_s=0.0,
+                error=STOPPED_WAITING,
+            )
+        self.result = self._session.result = result
+        if (self._check if check is None else check) and result.exit_code != 0:
+            raise error_for(result)
+
+
+class Session:
+    """A host session opened from Python (see :func:`open_session`)."""
+
+    def __init__(self, options: Options, host: Host) -> None:
+        self._options = options
+        self.host = host
+        #: The host session name (``agy-host run --session NAME`` continues it).
+        self.name = options.session
+        #: The engine that runs the turns.
+        self.engine = host.load_engine().ENGINE_NAME
+        #: The last finished turn's result.
+        self.result: TurnResult | None = None
+        self._loop: Loop | None = None
+        self._current: Turn | None = None
+
+    def _loop_(self) -> Loop:
+        if self._loop is None:
+            raise AgyHostError("this session is closed; open a new one with agy_host.open_session()")
+        return self._loop
+
+    def _sink(self, event: HostEvent) -> None:
+        current = self._current
+        if current is not None:
+            current._event(event)
+
+    def prompt(
+        self,
+        prompt: str | Sequence[PromptBlock],
+        *,
+        files: Iterable[str | Path] = (),
+        images: Iterable[str | Path] = (),
+        check: bool = False,
+    ) -> Turn:
+        """Send ``prompt`` (text, where ``@path`` attaches a file as in the
+        CLI, or prompt blocks) and return its :class:`Turn`: iterate it for
+        the events; ``check=True`` raises a :class:`TurnError` when the turn
+        ends with a non-zero exit code."""
+        from agy_host.runtime.prompt_input import PromptInputError, check_blocks, prepare
+
+        engine = self._loop_().runtime.engine
+        try:
+            if isinstance(prompt, str):
+                max_bytes = self.host.config.prompt.max_attachment_bytes
+                cwd = self._options.cwd
+                blocks = prepare(prompt, engine, cwd=cwd, files=list(files), images=list(images), max_bytes=max_bytes)
+            else:
+                blocks = list(prompt)
+                check_blocks(blocks, engine)
+        except PromptInputError as exc:
+            raise UsageError(str(exc)) from exc
+        return Turn(self, blocks, check=check)
+
+    async def run(self, prompt: str | Sequence[PromptBlock], *, check: bool = False, **kw: Any) -> TurnResult:
+        """:meth:`prompt` run to its end; the :class:`TurnResult`."""
+        return await self.prompt(prompt, check=check, **kw).wait()
+
+
+class _Opener(contextlib.AbstractAsyncContextManager["Session"]):
+    def __init__(self, options: Options) -> None:
+        self.options = options
+        self.session: Session | None = None
+        self._stack = contextlib.AsyncExitStack()
+
+    async def __aenter__(self) -> Session:
+        from agy_host.api._loops import current_library
+
+        library = current_library()
+        host = self.options.host()
+        session = Session(self.options, host)
+        if library == "trio":
+            from agy_host.api._loops import TrioLoop
+            from agy_host.runtime.session import SessionRuntime, say_nothing
+
+            runtime = await self._stack.enter_async_context(
+                SessionRuntime.open(host, cwd=self.options.cwd, sink=session._sink, say=say_nothing)
+            )
+            session._loop = TrioLoop(runtime)
+        elif library == "asyncio":
+            from agy_host.api._loops import AsyncioLoop
+
+            loop = AsyncioLoop()
+            await loop.open(host, self.options, session._sink)
+            self._stack.push_async_callback(loop.close)
+            session._loop = loop
+        else:
+            raise UsageError(f"open_session() runs under trio or asyncio, not {library}")
+        self.session = session
+        return session
+
+    async def __aexit__(self, *exc_info: object) -> bool | None:
+        session = self.session
+        try:
+            if session is not None and session._current is not None:
+                with contextlib.suppress(AgyHostError):
+                    await session._current.aclose()
+        finally:
+            if session is not None:
+                session._loop = None
+            await self._stack.aclose()
+        return None
+
+
+def open_session(
+    *,
+    engine: str | None = None,
+    agent: str | None = None,
+    model: str | None = None,
+    effort: str | None = None,
+    mode: str | None = None,
+    cwd: str | Path | None = None,
+    session: str | None = None,
+    resume: bool = False,
+    system_prompt: str | None = None,
+    timeout: float | None = None,
+    inactivity: float | None = None,
+    permissions: str | PermissionCallback | None = None,
+    skip_permissions: bool | None = None,
+    tools: Sequence[Callable[..., Any]] = (),
+    env: Mapping[str, str] | None = None,
+    plugins: Sequence[object] = (),
+) -> contextlib.AbstractAsyncContextManager[Session]:
+    """Open a session on an agent: ``async with open_session(...) as s``.
+
+    The options are the CLI's (``agy-host run --help``), by keyword, and the
+    config file applies as it does there; ``timeout`` and ``inactivity`` are
+    seconds (0 disables). ``permissions`` is a policy name or a callback
+    ``(PermissionRequest) -> PermissionDecision | option id | bool`` (sync
+    or async). ``tools`` are plain functions offered to the agent as host
+    tools. ``env`` replaces ``os.environ`` for config and state lookups.
+    """
+    from agy_host.api._setup import Options
+
+    options = Options(
+        engine=engine,
+        agent=agent,
+        model=model,
+        effort=effort,
+        mode=mode,
+        cwd=cwd,
+        session=session,
+        resume=resume,
+        system_prompt=system_prompt,
+        timeout=timeout,
+        inactivity=inactivity,
+        permissions=permissions,
+        skip_permissions=skip_permissions,
+        tools=tools,
+        env=env,
+        plugins=plugins,
+    )
+    return _Opener(options)
+
+
+def run(
+    prompt: str | Sequence[PromptBlock],
+    *,
+    check: bool = False,
+    files: Iterable[str | Path] = (),
+    images: Iterable[str | Path] = (),
+    **options: Any,
+) -> TurnResult:
+    """One turn, blocking: for scripts and notebooks. Takes
+    :func:`open_session`'s options; returns the :class:`TurnResult`."""
+    import trio
+
+    async def main() -> TurnResult:
+        async with open_session(**options) as s:
+            return await s.prompt(prompt, files=files, images=images, check=check).wait()
+
+    return trio.run(main)
+
+
+__all__ = [
+    "ABORT_GRACE_S",
+    "AgyHostError",
+    "EngineUnavailable",
+    "PermissionDenied",
+    "Session",
+    "SessionNotFound",
+    "Turn",
+    "TurnError",
+    "TurnInterrupted",
+    "TurnTimeout",
+    "UsageError",
+    "open_session",
+    "run",
+]

@@ -1,0 +1,238 @@
+"""The two loops a program may await a Session from.
+
+Under trio the runtime runs in the caller's loop and everything is called
+directly. Under asyncio the runtime is a trio *guest* on asyncio's loop
+(:func:`trio.lowlevel.start_guest_run`): trio's steps run as callbacks of
+asyncio's loop on the caller's thread, so trio code may complete asyncio
+futures and fill asyncio queues directly, and asyncio code reaches trio
+through the trio token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from agy_host.api.errors import AgyHostError, UsageError
+
+if TYPE_CHECKING:
+    from agy_host.api._setup import Options
+    from agy_host.events import HostEvent
+    from agy_host.host import Host
+    from agy_host.runtime.session import SessionRuntime
+
+_T = TypeVar("_T")
+
+
+class Job(Generic[_T]):
+    """A task running in the runtime's nursery, awaited from the caller's loop."""
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: _T | None = None
+        self.error: BaseException | None = None
+
+    def finish(self, value: _T | None, error: BaseException | None) -> None:
+        self.value, self.error, self.done = value, error, True
+
+    def unwrap(self) -> _T:
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[return-value]  # set by finish() with the error unset
+
+
+class Loop(Protocol):
+    """What the public Session needs from the loop it is awaited in."""
+
+    runtime: SessionRuntime
+
+    def queue(self) -> Any: ...
+    def soon(self, fn: Callable[[], object]) -> None: ...
+    def spawn(self, fn: Callable[[], Awaitable[_T]]) -> Job[_T]: ...
+    async def wait(self, job: Job[Any], timeout: float | None) -> bool: ...
+
+
+class TrioQueue:
+    def __init__(self) -> None:
+        import math
+
+        import trio
+
+        self._send, self._recv = trio.open_memory_channel[object](math.inf)
+
+    def put_nowait(self, item: object) -> None:
+        self._send.send_nowait(item)
+
+    async def get(self) -> object:
+        return await self._recv.receive()
+
+
+class TrioLoop(Loop):
+    """The caller is a trio task: everything is called directly."""
+
+    def __init__(self, runtime: SessionRuntime) -> None:
+        import trio
+
+        self.runtime = runtime
+        self._finished: dict[int, trio.Event] = {}
+
+    def queue(self) -> TrioQueue:
+        return TrioQueue()
+
+    def soon(self, fn: Callable[[], object]) -> None:
+        fn()
+
+    def spawn(self, fn: Callable[[], Awaitable[_T]]) -> Job[_T]:
+        import trio
+
+        job: Job[_T] = Job()
+        event = self._finished[id(job)] = trio.Event()
+
+        async def task() -> None:
+            try:
+                job.finish(await fn(), None)
+            except BaseException as exc:  # handed to the awaiting caller
+                job.finish(None, exc)
+                if not isinstance(exc, Exception):
+                    raise
+            finally:
+                event.set()
+
+        self.runtime.nursery.start_soon(task)
+        return job
+
+    async def wait(self, job: Job[Any], timeout: float | None) -> bool:
+        import trio
+
+        event = self._finished[id(job)]
+        with trio.CancelScope(shield=True), trio.move_on_after(timeout if timeout is not None else float("inf")):
+            await event.wait()
+        if job.done:
+            self._finished.pop(id(job), None)
+        return job.done
+
+
+class AsyncioQueue:
+    def __init__(self) -> None:
+        import asyncio
+
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+
+    def put_nowait(self, item: object) -> None:
+        self._queue.put_nowait(item)
+
+    async def get(self) -> object:
+        return await self._queue.get()
+
+
+class AsyncioLoop(Loop):
+    """The caller is an asyncio task; the runtime is a trio guest on its loop.
+
+    Trio's steps run as callbacks of asyncio's loop, on the same thread, so
+    trio code may complete asyncio futures and fill asyncio queues directly;
+    asyncio code reaches trio through the trio token (``soon``)."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        self.loop = asyncio.get_running_loop()
+        self.token: Any = None
+        self.closing: Any = None
+        self.main_scope: Any = None
+        self.started: asyncio.Future[None] = self.loop.create_future()
+        self.ready: asyncio.Future[None] = self.loop.create_future()
+        self.finished: asyncio.Future[Any] = self.loop.create_future()
+
+    async def open(self, host: Host, opts: Options, sink: Callable[[HostEvent], None]) -> None:
+        import asyncio
+
+        import trio
+
+        from agy_host.runtime.session import SessionRuntime, say_nothing
+
+        async def main() -> None:
+            self.token = trio.lowlevel.current_trio_token()
+            self.closing = trio.Event()
+            self.started.set_result(None)
+            with trio.CancelScope() as self.main_scope:
+                async with SessionRuntime.open(host, cwd=opts.cwd, sink=sink, say=say_nothing) as runtime:
+                    self.runtime = runtime
+                    if not self.ready.done():
+                        self.ready.set_result(None)
+                    await self.closing.wait()
+
+        def done(outcome: Any) -> None:
+            if not self.finished.done():
+                self.finished.set_result(outcome)
+
+        trio.lowlevel.start_guest_run(
+            main,
+            run_sync_soon_threadsafe=self.loop.call_soon_threadsafe,
+            run_sync_soon_not_threadsafe=self.loop.call_soon,
+            done_callback=done,
+            host_uses_signal_set_wakeup_fd=True,
+        )
+        try:
+            await asyncio.wait([self.ready, self.finished], return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            await self.close(cancel=True)
+            raise
+        if not self.ready.done():
+            self.finished.result().unwrap()
+            raise AgyHostError("the session runtime ended before it started")
+
+    async def close(self, *, cancel: bool = False) -> None:
+        import asyncio
+
+        if self.token is None and not self.finished.done():
+            # the guest has not run its first step yet
+            await asyncio.wait([self.started, self.finished], return_when=asyncio.FIRST_COMPLETED)
+        if not self.finished.done():
+            scope, closing = self.main_scope, self.closing
+            self.token.run_sync_soon(scope.cancel if cancel else closing.set)
+        outcome = await asyncio.shield(self.finished)
+        if not cancel:
+            outcome.unwrap()
+
+    def queue(self) -> AsyncioQueue:
+        return AsyncioQueue()
+
+    def soon(self, fn: Callable[[], object]) -> None:
+        self.token.run_sync_soon(fn)
+
+    def spawn(self, fn: Callable[[], Awaitable[_T]]) -> Job[_T]:
+        job: Job[_T] = Job()
+        future = self.loop.create_future()
+
+        async def task() -> None:
+            try:
+                job.finish(await fn(), None)
+            except BaseException as exc:
+                job.finish(None, exc)
+                if not isinstance(exc, Exception):
+                    raise
+            finally:
+                if not future.done():
+                    future.set_result(None)
+
+        setattr(job, "future", future)  # noqa: B010 - the job type is shared with trio
+        self.soon(lambda: self.runtime.nursery.start_soon(task))
+        return job
+
+    async def wait(self, job: Job[Any], timeout: float | None) -> bool:
+        import asyncio
+
+        future: asyncio.Future[None] = getattr(job, "future")  # noqa: B009
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.shield(future), timeout)
+        return job.done
+
+
+def current_library() -> str:
+    import sniffio
+
+    try:
+        return sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        raise UsageError("open_session() must be used inside trio or asyncio; for a blocking call use run()") from None

@@ -1,0 +1,162 @@
+"""From the keyword options of :func:`agy_host.open_session` to a checked
+:class:`~agy_host.host.Host`: the program's tools and permission callback
+become a plugin of that host, so the runtime treats them as any plugin's."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agy_host import hookimpl
+from agy_host.api.errors import EngineUnavailable, SessionNotFound, UsageError
+
+if TYPE_CHECKING:
+    from agy_host.host import Host
+    from agy_host.permissions import PermissionDecision, PermissionRequest
+    from agy_host.runtime.session import TurnSettings
+
+log = logging.getLogger("agy_host")
+
+#: A permission callback returns a decision, an option id, ``True`` (allow
+#: once) or ``False``/``None`` (reject), directly or from a coroutine.
+PermissionCallback = Callable[["PermissionRequest"], Any]
+
+
+class _PythonPlugin:
+    """The program's tools and permission callback, as a plugin of its host."""
+
+    name = "python-api"
+
+    def __init__(self, tools: Sequence[Any], permission: PermissionCallback | None) -> None:
+        from agy_host.runtime.python_tools import tool_from_function
+
+        self.tools = [tool_from_function(fn) for fn in tools]
+        names = [t.name for t in self.tools]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise UsageError(f"two tools are named {', '.join(duplicated)}")
+        if permission is not None and not callable(permission):
+            raise UsageError("the permission callback is not callable")
+        self.policy = _CallbackPolicy(permission) if permission is not None else None
+
+    @hookimpl
+    def agy_host_register_tools(self, register: Callable[[Any], None]) -> None:
+        for tool in self.tools:
+            register(tool)
+
+    @hookimpl
+    def agy_host_register_permission_policies(self, register: Callable[[Any], None]) -> None:
+        if self.policy is not None:
+            register(self.policy)
+
+
+class _CallbackPolicy:
+    """A permission policy that asks the program's callback."""
+
+    name = "python"
+
+    def __init__(self, callback: PermissionCallback) -> None:
+        self.callback = callback
+
+    async def decide(self, request: PermissionRequest) -> PermissionDecision:
+        from agy_host.permissions import PermissionDecision, choose_allow, choose_reject
+
+        answer = self.callback(request)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if isinstance(answer, PermissionDecision):
+            return answer
+        if isinstance(answer, str):
+            return PermissionDecision(option_id=answer, policy=self.name, reason="chosen by the program")
+        option = choose_allow(request.options) if answer is True else choose_reject(request.options)
+        verdict = "allowed" if answer is True else "refused"
+        return PermissionDecision(
+            option_id=option.option_id if option else None, policy=self.name, reason=f"{verdict} by the program"
+        )
+
+
+def policy_name(permissions: str | PermissionCallback | None) -> tuple[str | None, PermissionCallback | None]:
+    if permissions is None or isinstance(permissions, str):
+        return permissions, None
+    if callable(permissions):
+        return _CallbackPolicy.name, permissions
+    raise UsageError(f"permissions must be a policy name or a callable, not {type(permissions).__name__}")
+
+
+class Options:
+    """The keyword options of :func:`open_session`, checked once."""
+
+    def __init__(self, **kw: Any) -> None:
+        from agy_host.runtime.naming import generate_session_name, session_name_problem
+
+        self.session: str = kw["session"] or generate_session_name("py")
+        problem = session_name_problem(self.session)
+        if problem:
+            raise UsageError(problem)
+        self.resume: bool = bool(kw["resume"])
+        if self.resume and not kw["session"]:
+            raise UsageError("resume=True needs session=NAME")
+        cwd = Path(kw["cwd"] or os.getcwd()).resolve()
+        if not cwd.is_dir():
+            raise UsageError(f"cwd {str(cwd)!r} is not a directory")
+        self.cwd = str(cwd)
+        self.engine: str | None = kw["engine"]
+        self.agent: str | None = kw["agent"]
+        self.policy, self.callback = policy_name(kw["permissions"])
+        self.tools: list[Any] = list(kw["tools"] or ())
+        self.system_prompt: str | None = kw["system_prompt"]
+        self.env: Mapping[str, str] | None = kw["env"]
+        self.plugins: list[object] = list(kw["plugins"] or ())
+        self.settings = _settings(kw)
+
+    def host(self) -> Host:
+        """The run context: config, env, plugins; the engine loaded and checked."""
+        from agy_host.engines import EngineError
+        from agy_host.host import Host
+
+        extra = [*self.plugins, _PythonPlugin(self.tools, self.callback)]
+        try:
+            host = Host(
+                env=self.env,
+                engine=self.engine,
+                agent=self.agent,
+                permissions=self.policy,
+                extra_plugins=extra,
+                warn=log.warning,  # visible on stderr by default, configurable
+            )
+        except EngineError as exc:
+            raise EngineUnavailable(str(exc)) from exc
+        if self.system_prompt is not None:
+            host.config.system_prompt = self.system_prompt
+        try:
+            engine = host.load_engine()
+        except EngineError as exc:
+            raise EngineUnavailable(str(exc)) from exc
+        if self.resume and host.store.get(engine.store_key(self.session)) is None:
+            known = ", ".join(host.session_names(engine)) or "none"
+            raise SessionNotFound(f"no such session {self.session!r} on engine {engine.ENGINE_NAME!r} (known: {known})")
+        problem = host.policy_problem()
+        if problem:
+            raise UsageError(problem)
+        return host
+
+
+def _settings(kw: Mapping[str, Any]) -> TurnSettings:
+    from agy_host.runtime.session import TurnSettings
+
+    for key in ("timeout", "inactivity"):
+        value = kw[key]
+        if value is not None and value < 0:
+            raise UsageError(f"{key} must be >= 0 seconds (0 disables it), not {value!r}")
+    return TurnSettings(
+        model=kw["model"],
+        effort=kw["effort"],
+        mode=kw["mode"],
+        skip_permissions=kw["skip_permissions"],
+        timeout_s=kw["timeout"],
+        inactivity_s=kw["inactivity"],
+    )

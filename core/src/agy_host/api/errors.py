@@ -1,0 +1,92 @@
+"""Typed errors of the Python API, each carrying the CLI's exit code.
+
+A program catches :class:`AgyHostError` for everything, or one kind:
+the same cases the CLI tells apart by exit code. A turn that ended badly
+raises a :class:`TurnError` only when asked to (``check=True``): like
+:func:`subprocess.run`, a finished turn is otherwise a result to inspect,
+whatever its exit code.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agy_host.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from agy_host.turn_result import TurnResult
+
+
+class AgyHostError(Exception):
+    """Anything agy-host could not do; ``exit_code`` is what the CLI would exit with."""
+
+    exit_code: int = ExitCode.ERROR
+
+    def __init__(self, message: str, *, exit_code: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if exit_code is not None:
+            self.exit_code = exit_code
+
+
+class UsageError(AgyHostError, ValueError):
+    """A bad option (the CLI's exit 2)."""
+
+    exit_code = ExitCode.USAGE
+
+
+class EngineUnavailable(AgyHostError):
+    """The engine is not installed, or its agent could not be started."""
+
+
+class SessionNotFound(AgyHostError, LookupError):
+    """``resume=True`` named a session that does not exist (exit 4)."""
+
+    exit_code = ExitCode.NO_SUCH_SESSION
+
+
+class TurnError(AgyHostError):
+    """A turn that ended badly; ``result`` is its whole account and
+    ``agent_text`` the agent's (or the engine's) own words."""
+
+    def __init__(self, result: TurnResult) -> None:
+        text = result.error or f"the turn ended with {result.stop_reason}"
+        super().__init__(text, exit_code=result.exit_code)
+        self.result = result
+        self.stop_reason = result.stop_reason
+        self.agent_text = result.error
+
+
+class TurnTimeout(TurnError):
+    """The turn hit its overall deadline or the inactivity timeout (exit 3)."""
+
+
+class PermissionDenied(TurnError):
+    """The agent asked for permission and every request was refused (exit 5)."""
+
+
+class TurnInterrupted(TurnError):
+    """The turn was aborted: cancelled by the program, or Ctrl-C (exit 130)."""
+
+
+def error_for(result: TurnResult) -> TurnError:
+    """The typed error of a finished turn whose exit code is not 0."""
+    kinds: dict[int, type[TurnError]] = {
+        ExitCode.TIMEOUT: TurnTimeout,
+        ExitCode.PERMISSION_DENIED: PermissionDenied,
+        ExitCode.INTERRUPTED: TurnInterrupted,
+    }
+    return kinds.get(result.exit_code, TurnError)(result)
+
+
+__all__ = [
+    "AgyHostError",
+    "EngineUnavailable",
+    "PermissionDenied",
+    "SessionNotFound",
+    "TurnError",
+    "TurnInterrupted",
+    "TurnTimeout",
+    "UsageError",
+    "error_for",
+]

@@ -1,0 +1,428 @@
+"""One runtime for every front-end: :class:`SessionRuntime` runs turns.
+
+``run``, ``chat``, ``ask``, the benchmarks and the Python API
+(:mod:`agy_host.api`) all drive turns through a SessionRuntime, so there is one
+place that knows the order things start and stop in:
+
+1. the command's round-trips (:mod:`agy_host.roundtrip`: host tool calls that
+   park a turn, and results that arrive after their call died);
+2. the plugin services bound to them (the MCP bridge);
+3. the engine's driver (the agent process), in a task of its own;
+4. a :class:`~agy_host.turn_layer.TurnLayer` on that driver, which runs each
+   turn, resolves host tool calls until the turn really ends, and carries
+   late tool results in follow-up turns of the same conversation.
+
+Interrupts are explicit: :meth:`SessionRuntime.interrupt` aborts the running turn
+(first call), stops waiting for an agent that does not stop (second: the
+driver is closed and re-opened lazily for the next turn), and exits the
+process (third, only when the front-end asks for it; a library never does).
+The run context (config, env, plugins, cwd) is the :class:`~agy_host.host.Host`
+the session is opened with: nothing is read from process globals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+import trio
+
+from agy_host.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from agy_host.engines import Engine
+    from agy_host.events import HostEvent
+    from agy_host.host import Host
+    from agy_host.prompt import PromptBlock
+    from agy_host.roundtrip import RoundTrips
+    from agy_host.turn_layer import TurnLayer, TurnResult
+    from agy_host.turns import DriverSnapshot, TurnDriver
+
+Say = Callable[[str], None]
+#: Follow-up turns that carry late tool results, at most, per prompt.
+MAX_LATE_FOLLOW_UPS = 3
+STOPPED_WAITING = "agy-host stopped waiting for the agent"
+
+
+def say_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def say_nothing(message: str) -> None:
+    """For embedders: the events and the result already say it."""
+
+
+class TurnSettings(msgspec.Struct, kw_only=True):
+    """Per-turn choices; ``None`` means the config decides."""
+
+    model: str | None = None
+    effort: str | None = None
+    mode: str | None = None
+    skip_permissions: bool | None = None
+    timeout_s: float | None = None
+    inactivity_s: float | None = None
+
+
+def describe_error(exc: BaseException) -> str:
+    """A readable one-liner, flattening trio's exception groups."""
+    from agy_host.engines import EngineError
+
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(describe_error(e) for e in exc.exceptions)
+    if isinstance(exc, EngineError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _Driver:
+    """A driver held open in a task of its own: trio's scopes close in the
+    order they opened, so a driver held by the caller's task could not be
+    swapped for another engine's (``/engine`` starts the new one first)."""
+
+    def __init__(self, host: Host, engine: Engine) -> None:
+        self.host = host
+        self.engine = engine
+        self.driver: TurnDriver | None = None
+        self._release = trio.Event()
+        self._released = trio.Event()
+
+    async def hold(self, *, task_status: trio.TaskStatus[None]) -> None:
+        started = False
+        try:
+            async with self.engine.open_driver() as driver:
+                self.driver = driver
+                task_status.started()
+                started = True
+                await self._release.wait()
+        except Exception as exc:
+            if not started:
+                raise  # to ``open``'s caller, through ``nursery.start``
+            self.host.warn(f"the {self.engine.ENGINE_NAME} driver failed: {describe_error(exc)}")
+        finally:
+            self.driver = None
+            self._released.set()
+
+    async def close(self) -> None:
+        self._release.set()
+        with trio.CancelScope(shield=True):
+            await self._released.wait()
+
+
+class SessionRuntime:
+    """A live runtime for one host: its engine's driver and turn layer, the
+    command's round-trips and services, and the turns run on them.
+
+    Open one with :meth:`open`; ``sink`` receives every
+    :class:`~agy_host.events.HostEvent` (a renderer's ``handle``, or the
+    Python API's event stream).
+    """
+
+    def __init__(
+        self,
+        host: Host,
+        *,
+        nursery: trio.Nursery,
+        roundtrips: RoundTrips | None,
+        sink: Callable[[HostEvent], None] | None,
+        services: Sequence[object] = (),
+        say: Say = say_stderr,
+        exit_on_third_interrupt: bool = False,
+    ) -> None:
+        self.host = host
+        self.engine: Engine = host.load_engine()
+        self.nursery = nursery
+        self.roundtrips = roundtrips
+        self.sink = sink
+        self.services = list(services)
+        self.say = say
+        self.exit_on_third_interrupt = exit_on_third_interrupt
+        self.layer: TurnLayer | None = None
+        self._held: _Driver | None = None
+        self._turn_scope: trio.CancelScope | None = None
+        self._interrupts = 0
+        self.turns = 0
+        #: The last finished turn (``None`` before one, or when it was left behind).
+        self.result: TurnResult | None = None
+
+    @classmethod
+    @contextlib.asynccontextmanager
+    async def open(
+        cls,
+        host: Host,
+        *,
+        cwd: str,
+        sink: Callable[[HostEvent], None] | None = None,
+        say: Say = say_stderr,
+        start: bool = True,
+        exit_on_third_interrupt: bool = False,
+    ) -> AsyncIterator[SessionRuntime]:
+        """Round-trips, services and (with ``start``) the agent, torn down in
+        reverse order when the block ends, however it ends."""
+        from agy_host.builtins.config_capture import use_config
+        from agy_host.roundtrip import RoundTripSettings, ServiceContext, open_roundtrips
+
+        settings = RoundTripSettings.from_config(host.config.bridge)
+        async with open_roundtrips(settings) as roundtrips, trio.open_nursery() as nursery:
+            try:
+                context = ServiceContext(
+                    roundtrips=roundtrips,
+                    engine_name=host.load_engine().ENGINE_NAME,
+                    cwd=cwd,
+                    config=host.config,
+                    env=host.env,
+                    tools=host.plugins.tools,
+                    warn=host.warn,
+                )
+                await host.start_services(nursery, context)
+                use_config(host.config)
+                session = cls(
+                    host,
+                    nursery=nursery,
+                    roundtrips=roundtrips,
+                    sink=sink,
+                    services=host.services,
+                    say=say,
+                    exit_on_third_interrupt=exit_on_third_interrupt,
+                )
+                try:
+                    if start:
+                        await session.start()
+                    yield session
+                finally:
+                    await session.aclose()
+            finally:
+                nursery.cancel_scope.cancel()
+
+    # -- the agent ------------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """A turn is in progress."""
+        return self._turn_scope is not None
+
+    @property
+    def driver(self) -> TurnDriver | None:
+        return self._held.driver if self._held is not None else None
+
+    async def start(self) -> None:
+        """Start the agent now (turns start it on demand otherwise)."""
+        from agy_host.turn_layer import TurnLayer
+
+        if self.layer is not None:
+            return
+        held = _Driver(self.host, self.engine)
+        await self.nursery.start(held.hold)
+        assert held.driver is not None
+        self._held = held
+        self.layer = TurnLayer(
+            engine=self.engine,
+            driver=held.driver,
+            store=self.host.store,
+            plugins=self.host.plugins,
+            config=self.host.config,
+            sink=self.sink,
+            warn=self.host.warn,
+            roundtrips=self.roundtrips,
+        )
+
+    async def aclose(self) -> None:
+        """Stop the agent and wait until it is gone (the session can start it again)."""
+        if self.layer is not None and self.roundtrips is not None:
+            self.roundtrips.detach(self.layer)
+        self.layer = None
+        held, self._held = self._held, None
+        if held is not None:
+            await held.close()
+
+    async def switch(self, host: Host) -> None:
+        """Continue on ``host``'s engine with the same round-trips and services;
+        the current agent stays up until the new one started (so a failed
+        switch leaves the session as it was)."""
+        from agy_host.builtins.config_capture import use_config
+
+        other = SessionRuntime(
+            host,
+            nursery=self.nursery,
+            roundtrips=self.roundtrips,
+            sink=self.sink,
+            services=self.services,
+            say=self.say,
+            exit_on_third_interrupt=self.exit_on_third_interrupt,
+        )
+        await other.start()
+        await self.aclose()
+        self.host, self.engine, self.layer, self._held = host, other.engine, other.layer, other._held
+        use_config(host.config)
+
+    def snapshot(self) -> DriverSnapshot | None:
+        """The driver's own account for ``doctor`` (best effort)."""
+        driver = self.driver
+        if driver is None:
+            return None
+        try:
+            return driver.snapshot()
+        except Exception as exc:
+            self.host.warn(f"the driver could not describe itself: {describe_error(exc)}")
+            return None
+
+    # -- turns ------------------------------------------------------------------------
+
+    async def turn(
+        self,
+        session: str,
+        blocks: Sequence[PromptBlock],
+        *,
+        cwd: str,
+        settings: TurnSettings | None = None,
+        message_count: int | None = None,
+    ) -> TurnResult | None:
+        """Run one turn to its end, host tool calls included. ``None`` when the
+        caller stopped waiting for it (:meth:`interrupt` twice): the agent is
+        then closed and started afresh by the next turn."""
+        await self.start()
+        layer = self.layer
+        assert layer is not None
+        s = settings or TurnSettings()
+        result: TurnResult | None = None
+        self._interrupts = 0
+        started = trio.current_time()
+        with trio.CancelScope() as scope:
+            self._turn_scope = scope
+            try:
+                result = await self._run(layer, session, list(blocks), cwd=cwd, s=s, message_count=message_count)
+            finally:
+                self._turn_scope = None
+        self.turns += 1
+        self.result = result
+        if scope.cancelled_caught or result is None:
+            from agy_host.events import TurnEnded
+
+            # Renderers and the transcript still see the turn end.
+            layer.emit(
+                TurnEnded(stop_reason="aborted", duration_s=trio.current_time() - started, error=STOPPED_WAITING)
+            )
+            await self.aclose()
+            return None
+        return result
+
+    async def _run(
+        self,
+        layer: TurnLayer,
+        session: str,
+        blocks: list[PromptBlock],
+        *,
+        cwd: str,
+        s: TurnSettings,
+        message_count: int | None,
+    ) -> TurnResult:
+        """The turn, its host tools, and follow-up turns for late tool results."""
+        from agy_host.turn_layer import ToolResultSink
+
+        tools = {tool.name: tool for tool in self.host.plugins.tools()}
+        found = [x for x in [*self.services, self.driver] if isinstance(x, ToolResultSink)]
+        sinks: list[ToolResultSink] = [self.roundtrips, *found] if self.roundtrips is not None else found
+        prompt = blocks
+        follow_ups = 0
+        while True:
+            result = await layer.run_turn(
+                session,
+                prompt,
+                cwd=cwd,
+                model=s.model,
+                effort=s.effort,
+                mode=s.mode,
+                skip_permissions=s.skip_permissions,
+                timeout_s=s.timeout_s,
+                inactivity_s=s.inactivity_s,
+                message_count=message_count,
+            )
+            while result.stop_reason == "tool_use":
+                result = await layer.resolve_tool_use(tools, sinks)
+            late = self.roundtrips is not None and self.roundtrips.has_late_results
+            if result.stop_reason == "aborted" or not late or follow_ups >= MAX_LATE_FOLLOW_UPS:
+                return result
+            follow_ups += 1
+            prompt = []  # the late results are the whole prompt
+
+    def abort(self, reason: str = "user") -> bool:
+        """Ask the agent to stop the running turn; ``False`` when none runs."""
+        if self._turn_scope is None or self.layer is None:
+            return False
+        self.layer.abort(reason)
+        return True
+
+    def stop_waiting(self) -> bool:
+        """Leave the running turn behind at once; ``False`` when none runs."""
+        if self._turn_scope is None:
+            return False
+        self._turn_scope.cancel()
+        return True
+
+    def interrupt(self) -> bool:
+        """Ctrl-C: abort the running turn, then stop waiting, then (for a
+        front-end that asked for it) exit. ``False`` when no turn is running
+        (the caller decides)."""
+        if self._turn_scope is None:
+            return False
+        self._interrupts += 1
+        if self._interrupts == 1:
+            self.say("\nagy-host: interrupting the turn (Ctrl-C again to stop waiting)")
+            self.abort("interrupted")
+        elif self._interrupts == 2 or not self.exit_on_third_interrupt:
+            self.say("agy-host: not waiting for the agent any longer")
+            self.stop_waiting()
+        else:
+            os._exit(ExitCode.INTERRUPTED)
+        return True
+
+    def write_last_run(self, session: str, result: TurnResult | None) -> None:
+        """What ``doctor`` shows as the last run (best effort)."""
+        snapshot = self.snapshot()
+        if snapshot is None:
+            return
+        from agy_host.runtime.last_run import LastRun, write_last_run
+        from agy_host.store import utc_now
+
+        write_last_run(
+            self.host,
+            LastRun(
+                written_at=utc_now(),
+                session=session,
+                engine=self.engine.ENGINE_NAME,
+                exit_code=result.exit_code if result is not None else ExitCode.INTERRUPTED,
+                stop_reason=result.stop_reason if result is not None else "",
+                snapshot=snapshot,
+            ),
+        )
+
+
+async def watch_interrupts(
+    session: Callable[[], SessionRuntime | None],
+    on_idle: Callable[[], None] | None = None,
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Route SIGINT to the running turn of ``session()`` (which may change);
+    between turns call ``on_idle``."""
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        task_status.started()
+        async for _ in signals:
+            current = session()
+            if (current is None or not current.interrupt()) and on_idle is not None:
+                on_idle()
+
+
+__all__ = [
+    "MAX_LATE_FOLLOW_UPS",
+    "SessionRuntime",
+    "TurnSettings",
+    "describe_error",
+    "say_nothing",
+    "say_stderr",
+    "watch_interrupts",
+]
