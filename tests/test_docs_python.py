@@ -36,7 +36,7 @@ SCRIPTS: dict[str, Any] = {
         "prompt": [{"mcp_call": {"tool": "add", "arguments": {"a": 40}}}, {"stop": "end_turn"}],
     },
     "tidy the imports": "permission",
-    'check=True)': "prompt-error",
+    "check=True)": "prompt-error",
 }
 
 
@@ -64,7 +64,7 @@ def execute(source: str, agent: str | None) -> dict[str, Any]:
         assert '"gemini --acp"' in source
         source = source.replace('"gemini --acp"', repr(agent))
     namespace: dict[str, Any] = {"agy_host": agy_host}
-    exec(compile(source, str(DOC), "exec"), namespace)  # noqa: S102 - the documented example
+    exec(compile(source, str(DOC), "exec"), namespace)
     return namespace
 
 
