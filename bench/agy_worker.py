@@ -1,6 +1,6 @@
 """In-process agy-host measurements, one per subprocess (peak RSS is its own).
 
-agy-host's full path is what ``agy-host run`` builds: a :class:`~agy_host.host.Host`
+agy-host's full path is what ``agy-host run`` builds: a :class:`~agy_host.runtime.host.Host`
 (config, plugins, the ACP engine selected by name) and the
 :class:`~agy_host.runtime.session.SessionRuntime` that ``run`` uses, whose sink is
 the renderer. ``scale`` drives the engine SDK one level down (many turn layers
@@ -29,11 +29,11 @@ from typing import IO, Any
 
 import trio
 
-from agy_host.events import HostEvent
-from agy_host.host import Host
-from agy_host.prompt import TextBlock
+from agy_host.contract.events import HostEvent
+from agy_host.contract.prompt import TextBlock
+from agy_host.runtime.host import Host
 from agy_host.runtime.session import SessionRuntime, say_nothing
-from agy_host.turn_layer import TurnLayer
+from agy_host.runtime.turn_layer import TurnLayer
 from bench.common import FLOOD_TEXT, MemoryWindow, emit_result, flood_agent_command, now, scale_agent_command
 
 
@@ -90,7 +90,7 @@ def _renderer(kind: str, devnull: IO[str]) -> Any:
     if kind == "null":
         return NullRenderer()
     from agy_host.builtins.renderers import JsonRenderer
-    from agy_host.rendering import RenderOptions
+    from agy_host.contract.rendering import RenderOptions
 
     return JsonRenderer(RenderOptions(stream=devnull))
 

@@ -70,7 +70,7 @@ def bridge_available() -> str:
 def _noop_tools_plugin() -> Any:
     """A plugin registering the no-op host tool (built lazily: it imports agy_host)."""
     from agy_host import hookimpl
-    from agy_host.tools import HostTool, ToolResult
+    from agy_host.contract.tools import HostTool, ToolResult
 
     async def noop(args: dict[str, Any]) -> ToolResult:
         return ToolResult(text="ok")

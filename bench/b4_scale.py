@@ -9,7 +9,7 @@ What fairness the agent itself allows is shown by the floor row (a bare loop
 that decodes every line and notes when each response arrives).
 
 Clients: agy-host (one driver, so one ACP connection; one
-:class:`~agy_host.turn_layer.TurnLayer` per host session, all turns started
+:class:`~agy_host.runtime.turn_layer.TurnLayer` per host session, all turns started
 at once), the ACP Python SDK (one connection, ``asyncio.gather`` of the
 prompts), and the floor. acpx has no equivalent: it runs one session per
 queue-owner process, so it is not in this table.

@@ -76,8 +76,8 @@ def worker(count: int, scenario: Path, python: str) -> dict[str, Any]:
 
     import trio
 
-    from agy_host.host import Host
-    from agy_host.prompt import TextBlock
+    from agy_host.contract.prompt import TextBlock
+    from agy_host.runtime.host import Host
     from agy_host.runtime.session import SessionRuntime, TurnSettings, say_nothing
     from bench.agy_worker import NullRenderer
 

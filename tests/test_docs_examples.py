@@ -31,8 +31,8 @@ import pytest
 import trio
 
 from agy_host.config import Config
-from agy_host.diagnostics import DiagnosticReport
-from agy_host.events import (
+from agy_host.contract.diagnostics import DiagnosticReport
+from agy_host.contract.events import (
     FileDiff,
     HostEvent,
     PermissionOption,
@@ -44,10 +44,11 @@ from agy_host.events import (
     UsageCounts,
     UsageReport,
 )
-from agy_host.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.prompt_parts import PromptContext, PromptPart
+from agy_host.contract.rendering import RenderOptions
+from agy_host.contract.run_context import RunContext, TurnContext
 from agy_host.plugins import Plugins
-from agy_host.prompt_parts import PromptContext, PromptPart
-from agy_host.rendering import RenderOptions
 from agy_host.testing.contract import EngineContract, EngineHarness
 from agy_host.testing.pytest_plugin import CliResult
 
@@ -159,6 +160,17 @@ async def test_a_documented_hook_implementation_loads_and_runs(  # noqa: PLR0917
             for args in ({}, {"name": "a.md"}):
                 result = await tool.call(args)
                 assert isinstance(result.text, str)
+    plugins.configure(RunContext(config=Config(), env={}, state_dir=tmp_path / "state"))
+    turn = TurnContext(
+        session="docs",
+        engine="acp",
+        cwd=str(tmp_path),
+        user_text="deploy",
+        new_conversation=True,
+        config=Config(),
+        env={},
+    )
+    plugins.turn_started(turn)
     ctx = PromptContext(session="docs", engine="acp", cwd=str(tmp_path), new_conversation=True, user_text="deploy")
     assert all(isinstance(p, PromptPart) for p in plugins.prompt_parts(ctx))
     plugins.mcp_servers("acp")
@@ -328,7 +340,7 @@ class TestTheDocumentedEngineMeetsTheContract(EngineContract):
 async def test_the_documented_engine_times_out_and_parks() -> None:
     """What the contract cannot ask of it (no ``endless`` scenario): its
     deadline fires visibly, and a park stops it."""
-    from agy_host.events import BridgeCallActivity
+    from agy_host.contract.events import BridgeCallActivity
     from agy_host.testing.contract import collect, outcome_of, text_of
 
     harness = WordsHarness(Path(os.environ.get("TMPDIR", "/tmp")) / "agy-host-words")

@@ -17,8 +17,8 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agy_host.events import TextActivity, ThoughtActivity
-from agy_host.textguard import CumulativeGuard
+from agy_host.contract.events import TextActivity, ThoughtActivity
+from agy_host.engine.textguard import CumulativeGuard
 from agy_host_acp import schema as s
 from agy_host_acp.events import UpdateMapper
 from agy_host_acp.jsonrpc import FastPath, JsonRpcConnection

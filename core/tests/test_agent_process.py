@@ -1,6 +1,6 @@
 """What every engine's agent child is built on: the line framing
-(:class:`agy_host.agent_process.LineSplitter`) and the process-group child
-(:class:`~agy_host.agent_process.GroupChild`), with real subprocesses."""
+(:class:`agy_host.engine.process.LineSplitter`) and the process-group child
+(:class:`~agy_host.engine.process.GroupChild`), with real subprocesses."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from agy_host.agent_process import MAX_LINE_BYTES, GroupChild, LineSplitter, SpawnError, open_in_own_group
+from agy_host.engine.process import MAX_LINE_BYTES, GroupChild, LineSplitter, SpawnError, open_in_own_group
 
 
 def test_splitter_reassembles_frames_split_at_every_byte() -> None:

@@ -13,7 +13,7 @@ from engines.echo_engine import EchoPlugin
 
 from agy_host import hookimpl
 from agy_host.cli.exit_codes import EXIT_CODES, ExitCode
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
 
 Cli = Callable[..., tuple[int, str, str]]
 
@@ -248,7 +248,7 @@ def test_engine_show_and_set(cli: Cli, agy_host_home: Any, monkeypatch: pytest.M
     code, out, _ = cli("engine")
     assert code == 0
     assert out.startswith("engine: echo (AGY_HOST_ENGINE is set)")
-    from agy_host.engines import installed_engines
+    from agy_host.engine.base import installed_engines
 
     for entry in installed_engines():  # what each installed engine drives, from its distribution
         from importlib.metadata import distribution

@@ -1,15 +1,15 @@
-"""The engine SDK's turn bookkeeping (``agy_host.engine_turn``), shared by every engine."""
+"""The engine SDK's turn bookkeeping (``agy_host.engine.turn``), shared by every engine."""
 
 from __future__ import annotations
 
 import pytest
 import trio
 
-from agy_host.engine_turn import EngineTurn, ParkedTurns, TurnFailed, driver_scope, failed_outcome
-from agy_host.events import BridgeCallActivity
-from agy_host.lifecycle import Lifecycle
-from agy_host.prompt import TextBlock
-from agy_host.turns import TurnRequest
+from agy_host.contract.events import BridgeCallActivity
+from agy_host.contract.prompt import TextBlock
+from agy_host.engine.driver import TurnRequest
+from agy_host.engine.lifecycle import Lifecycle
+from agy_host.engine.turn import EngineTurn, ParkedTurns, TurnFailed, driver_scope, failed_outcome
 
 
 def _turn(session: str = "s") -> EngineTurn:

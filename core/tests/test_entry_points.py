@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from agy_host import entry_points
-from agy_host.engines import ENGINE_GROUP
+from agy_host.engine.base import ENGINE_GROUP
 from agy_host.plugins import PLUGIN_GROUP
 from agy_host.testing.isolation import install_plugin
 

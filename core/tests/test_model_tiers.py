@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agy_host.model_tiers import fold_tiers, pick_effort, resolve_effort, split_tier
+from agy_host.engine.model_tiers import fold_tiers, pick_effort, resolve_effort, split_tier
 
 ROWS = [
     ("gemini-3.8-flash-high", "Gemini 3.8 Flash (High)"),

@@ -15,9 +15,9 @@ import trio.testing
 
 from agy_host.builtins.permission_ask import AskPolicy, render_diff
 from agy_host.config import Config
-from agy_host.events import FileDiff, PermissionOption
-from agy_host.host import Host
-from agy_host.permissions import PermissionRequest
+from agy_host.contract.events import FileDiff, PermissionOption
+from agy_host.contract.permissions import PermissionRequest
+from agy_host.runtime.host import Host
 
 OPTIONS = [
     PermissionOption(option_id="allow", name="Allow", kind="allow_once"),

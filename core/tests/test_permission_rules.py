@@ -10,9 +10,9 @@ import pytest
 from agy_host import config
 from agy_host.builtins.permission_rules import RulesPolicy, evaluate
 from agy_host.config import Config, PermissionRule
-from agy_host.events import PermissionOption
-from agy_host.host import Host
-from agy_host.permissions import PermissionRequest
+from agy_host.contract.events import PermissionOption
+from agy_host.contract.permissions import PermissionRequest
+from agy_host.runtime.host import Host
 
 OPTIONS = [
     PermissionOption(option_id="allow", name="Allow", kind="allow_once"),

@@ -14,11 +14,11 @@ import pytest
 from engines.distributions import engine_module, make_dist
 
 from agy_host import hookimpl
-from agy_host.engines import EngineError, load_engine_class
-from agy_host.events import TextDelta
-from agy_host.host import Host
+from agy_host.contract.events import TextDelta
+from agy_host.contract.prompt_parts import PromptContext, PromptPart
+from agy_host.engine.base import EngineError, load_engine_class
 from agy_host.plugins import BUILTIN_PLUGINS, Plugins
-from agy_host.prompt_parts import PromptContext, PromptPart
+from agy_host.runtime.host import Host
 
 GOOD = """
 from agy_host import hookimpl
@@ -219,7 +219,7 @@ def test_trace_hooks_prints_calls(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_duplicate_tools_keep_the_first() -> None:
-    from agy_host.tools import HostTool, ToolResult
+    from agy_host.contract.tools import HostTool, ToolResult
 
     async def call(_args: dict[str, Any]) -> ToolResult:
         return ToolResult(text="")
@@ -306,7 +306,7 @@ def test_engine_precedence(site: Path, agy_host_home: Any, echo_plugin: Any) -> 
 def test_the_only_installed_engine_is_chosen(
     agy_host_home: Any, echo_plugin: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agy_host.host as host_mod
+    import agy_host.runtime.host as host_mod
 
     monkeypatch.setattr(host_mod, "installed_engines", list)  # no entry point engines in this environment
     choice = _host({}, plugins=[echo_plugin]).engine_choice()
@@ -316,7 +316,7 @@ def test_the_only_installed_engine_is_chosen(
 def test_no_engine_installed_is_an_error_saying_what_to_install(
     agy_host_home: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import agy_host.host as host_mod
+    import agy_host.runtime.host as host_mod
 
     monkeypatch.setattr(host_mod, "installed_engines", list)
     with pytest.raises(EngineError, match="pip install agy-host-acp"):
@@ -335,7 +335,7 @@ def test_engine_hooks_are_registered_after_selection(agy_host_home: Any, echo_pl
 class McpPlugin:
     @hookimpl
     def agy_host_mcp_servers(self, engine_name: str) -> list[Any]:
-        from agy_host.engines import McpServerSpec
+        from agy_host.engine.base import McpServerSpec
 
         return [McpServerSpec(name=f"bridge-for-{engine_name}", url="http://127.0.0.1:1/mcp")]
 
@@ -357,7 +357,7 @@ def test_an_engine_without_a_store_suffix_gets_its_own_keys() -> None:
     keys carry no suffix): they would resume each other's conversation ids."""
     import contextlib
 
-    from agy_host.engines import Engine
+    from agy_host.engine.base import Engine
 
     class Quiet(Engine):
         ENGINE_NAME = "quiet"

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from agy_host.builtins import config_capture
 from agy_host.builtins.digest import TRUNCATED, build_digest, digest_items, truncate, unseen_start
-from agy_host.builtins.prompt_assembly import agy_host_prompt_parts
+from agy_host.builtins.prompt_assembly import PromptAssembly
 from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE, find_agents_files, system_block
 from agy_host.builtins.transcripts import TranscriptEntry, append_entries
 from agy_host.config import Config
-from agy_host.prompt_parts import PromptContext
+from agy_host.contract.prompt_parts import PromptContext
 
 
 def entry(role: str, text: str, conversation: str | None = None, **kw: object) -> TranscriptEntry:
@@ -110,39 +109,45 @@ def test_build_digest_of_a_transcript() -> None:
 
 @pytest.fixture
 def configured(agy_host_home: object) -> Iterator[Config]:
-    config = Config(system_prompt="SYS")
-    config_capture.use_config(config)
-    yield config
-    config_capture.use_config(None)
+    yield Config(system_prompt="SYS")
 
 
-def ctx(cwd: Path, *, new: bool = True, session: str = "s") -> PromptContext:
-    return PromptContext(session=session, engine="acp", cwd=str(cwd), new_conversation=new, user_text="hi")
+#: One host's built-in prompt parts (no ``agy_host_configure`` call: the
+#: environment is this process's, which ``agy_host_home`` isolates).
+agy_host_prompt_parts = PromptAssembly().agy_host_prompt_parts
+
+
+def ctx(config: Config, cwd: Path, *, new: bool = True, session: str = "s") -> PromptContext:
+    return PromptContext(
+        session=session, engine="acp", cwd=str(cwd), new_conversation=new, user_text="hi", config=config
+    )
 
 
 def test_system_part_only_for_new_conversations(configured: Config, tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
-    [part] = agy_host_prompt_parts(ctx(tmp_path)) or []
+    [part] = agy_host_prompt_parts(ctx(configured, tmp_path)) or []
     assert part.where == "system" and "SYS" in part.text
-    assert agy_host_prompt_parts(ctx(tmp_path, new=False)) is None
+    assert agy_host_prompt_parts(ctx(configured, tmp_path, new=False)) is None
 
 
 def test_agents_md_can_be_turned_off(configured: Config, tmp_path: Path) -> None:
     (tmp_path / ".git").mkdir()
     (tmp_path / "AGENTS.md").write_text("project notes")
-    [part] = agy_host_prompt_parts(ctx(tmp_path)) or []
+    [part] = agy_host_prompt_parts(ctx(configured, tmp_path)) or []
     assert "project notes" in part.text
     configured.prompt.agents_md = False
-    [part] = agy_host_prompt_parts(ctx(tmp_path)) or []
+    [part] = agy_host_prompt_parts(ctx(configured, tmp_path)) or []
     assert "project notes" not in part.text
 
 
 def test_digest_part_is_a_context_part_with_a_changing_uri(configured: Config, tmp_path: Path) -> None:
     configured.prompt.digest = True
     append_entries("dg", [entry("user", "elsewhere", "other-1"), entry("assistant", "ok", "other-1")])
-    parts = agy_host_prompt_parts(ctx(tmp_path, session="dg")) or []
+    parts = agy_host_prompt_parts(ctx(configured, tmp_path, session="dg")) or []
     [digest] = [p for p in parts if p.where == "context"]
     assert digest.uri == "urn:agy-host:context-digest/dg/2"
     append_entries("dg", [entry("user", "more", "other-1")])
-    [digest2] = [p for p in agy_host_prompt_parts(ctx(tmp_path, session="dg")) or [] if p.where == "context"]
+    [digest2] = [
+        p for p in agy_host_prompt_parts(ctx(configured, tmp_path, session="dg")) or [] if p.where == "context"
+    ]
     assert digest2.uri != digest.uri

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from agy_host.builtins.digest import DIGEST_PREAMBLE
-from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE
 from agy_host.builtins.transcripts import TranscriptEntry, append_entries
+from agy_host.contract.prompt_parts import SYSTEM_END, SYSTEM_PREAMBLE
 from agy_host.testing.isolation import isolated_env
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")

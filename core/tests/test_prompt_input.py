@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agy_host.prompt import ImageBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt import ImageBlock, ResourceBlock, TextBlock
 from agy_host.runtime.prompt_input import (
     PromptInputError,
     at_paths,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agy_host.cli.run_cmd import RunOptions
-from agy_host.prompt import ResourceBlock, TextBlock, prompt_text
+from agy_host.contract.prompt import ResourceBlock, TextBlock, prompt_text
 
 Cli = Callable[..., tuple[int, str, str]]
 

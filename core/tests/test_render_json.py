@@ -14,11 +14,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from agy_host import events
 from agy_host.builtins.renderers import JsonRenderer, QuietRenderer
 from agy_host.cli.ask_cmd import AskReport
 from agy_host.cli.exit_codes import EXIT_CODES
-from agy_host.rendering import RenderOptions
+from agy_host.contract import events
+from agy_host.contract.rendering import RenderOptions
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "json-events.md"
 DONE_FIELDS = {"stop_reason", "exit_code", "session", "conversation_id", "usage", "duration_s", "error"}

@@ -13,8 +13,8 @@ import pytest
 
 from agy_host.builtins.render_rich import SILENCE_S, RichRenderer
 from agy_host.builtins.renderers import TextRenderer, text_renderer, wants_rich
-from agy_host.events import TextDelta, ThoughtDelta, ToolCard, TurnEnded, TurnStarted
-from agy_host.rendering import RenderOptions
+from agy_host.contract.events import TextDelta, ThoughtDelta, ToolCard, TurnEnded, TurnStarted
+from agy_host.contract.rendering import RenderOptions
 
 
 class Clock:

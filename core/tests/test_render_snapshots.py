@@ -19,10 +19,9 @@ from typing import Any
 import pytest
 
 from agy_host import hookimpl
-from agy_host.builtins import render_context
 from agy_host.builtins.render_rich import RichRenderer
 from agy_host.builtins.renderers import TextRenderer
-from agy_host.events import (
+from agy_host.contract.events import (
     FileDiff,
     HostEvent,
     Notice,
@@ -37,8 +36,8 @@ from agy_host.events import (
     UsageCounts,
     UsageReport,
 )
+from agy_host.contract.rendering import DiffSource, RenderOptions
 from agy_host.plugins import Plugins
-from agy_host.rendering import RenderOptions
 
 SNAPSHOTS = Path(__file__).parent / "test_render_snapshots"
 UPDATE = os.environ.get("AGY_HOST_UPDATE_SNAPSHOTS", "") not in {"", "0"}
@@ -170,13 +169,23 @@ def bound() -> Iterator[Callable[[bool], None]]:
     """Bind a plugin manager with (or without) the fake diff plugin."""
 
     def bind(with_diffs: bool) -> None:
+        global _DIFFS
         plugins = Plugins({}, load_entry_points=False)
         if with_diffs:
             plugins.register(FakeDiffs(), name="fake-diffs")
-        render_context.bind(plugins, "/work")
+        _DIFFS = DiffSource(plugins.render_diff, "/work")
 
     yield bind
-    render_context.bind(None)
+    _set_diffs(None)
+
+
+#: What the command under test hands its renderers (set by ``bound``).
+_DIFFS: DiffSource | None = None
+
+
+def _set_diffs(value: DiffSource | None) -> None:
+    global _DIFFS
+    _DIFFS = value
 
 
 def _clock() -> Callable[[], float]:
@@ -186,7 +195,7 @@ def _clock() -> Callable[[], float]:
 
 def render_plain(events: list[HostEvent], verbose: bool = False) -> str:
     buf = io.StringIO()
-    renderer = TextRenderer(RenderOptions(stream=buf, verbose=verbose), err=buf)
+    renderer = TextRenderer(RenderOptions(stream=buf, verbose=verbose, diffs=_DIFFS), err=buf)
     for event in events:
         renderer.handle(event)
     renderer.close()
@@ -206,7 +215,9 @@ def render_rich(events: list[HostEvent], verbose: bool = False) -> str:
         emoji=False,
         legacy_windows=False,
     )
-    renderer = RichRenderer(RenderOptions(stream=buf, verbose=verbose), console=console, spinner=False, clock=_clock())
+    renderer = RichRenderer(
+        RenderOptions(stream=buf, verbose=verbose, diffs=_DIFFS), console=console, spinner=False, clock=_clock()
+    )
     for event in events:
         renderer.handle(event)
     renderer.close()
@@ -259,7 +270,7 @@ def test_edits_without_the_diff_plugin_show_labels(renderer: str, bound: Callabl
 def test_every_host_event_kind_is_in_a_script() -> None:
     import typing
 
-    from agy_host import events
+    from agy_host.contract import events
 
     kinds = set(typing.get_args(events.HostEvent))
     seen = {type(e) for script in SCRIPTS.values() for e in script}
@@ -319,18 +330,16 @@ def test_render_diff_is_firstresult_and_survives_a_broken_plugin() -> None:
 
 
 @pytest.mark.parametrize("renderer", ["plain", "rich", "json", "quiet"])
-def test_only_renderers_that_draw_diffs_ask_for_a_baseline(renderer: str, bound: Callable[[bool], None]) -> None:
+def test_only_renderers_that_draw_diffs_ask_for_a_baseline(renderer: str) -> None:
     """A diff plugin takes its per-turn baseline only when ``diffs_wanted()``:
     the plain and rich renderers draw diffs, json and quiet do not."""
     from agy_host.builtins.renderers import agy_host_register_renderers
 
     factories: dict[str, Any] = {}
     agy_host_register_renderers(factories.__setitem__)
-    bound(True)
-    assert not render_context.diffs_wanted()
+    diffs = DiffSource(Plugins({}, load_entry_points=False).render_diff, "/work")
+    assert not diffs.wanted
+    factories[renderer](RenderOptions(stream=io.StringIO(), diffs=diffs))
+    assert diffs.wanted is (renderer in ("plain", "rich"))
+    # a renderer given no diff source (a program, a test) draws labels and asks nothing
     factories[renderer](RenderOptions(stream=io.StringIO()))
-    assert render_context.diffs_wanted() is (renderer in ("plain", "rich"))
-    render_context.bind(None)
-    assert not render_context.diffs_wanted(), "a finished command forgets it"
-    render_context.want_diffs()
-    assert not render_context.diffs_wanted(), "with no plugin manager bound nobody can render one"

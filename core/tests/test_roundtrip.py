@@ -12,8 +12,11 @@ import pytest
 import trio
 import trio.testing
 
-from agy_host.events import BridgeCallActivity, HostEvent, Notice, OutcomeActivity
-from agy_host.roundtrip import (
+from agy_host.contract.events import BridgeCallActivity, HostEvent, Notice, OutcomeActivity
+from agy_host.contract.tools import ToolResult
+from agy_host.engine.driver import TurnHandle
+from agy_host.service.roundtrip_text import POLL_TOOL, late_result_prompt
+from agy_host.service.roundtrips import (
     ABORTED,
     DISCONNECTED,
     NO_ACTIVE_TURN,
@@ -22,9 +25,6 @@ from agy_host.roundtrip import (
     RoundTripSettings,
     open_roundtrips,
 )
-from agy_host.roundtrip_text import POLL_TOOL, late_result_prompt
-from agy_host.tools import ToolResult
-from agy_host.turns import TurnHandle
 
 FAST = RoundTripSettings(park_ttl_s=5.0, escalate_after_s=0.0, escalated_ttl_s=60.0)
 ESCALATING = RoundTripSettings(park_ttl_s=50.0, escalate_after_s=2.0, escalated_ttl_s=100.0)
@@ -292,7 +292,7 @@ async def test_leaving_answers_every_waiting_call() -> None:
 async def test_holding_stops_inactivity_keeps_the_deadline_and_nests_with_parks(
     rt_target: tuple[RoundTrips, Target], autojump_clock: trio.testing.MockClock
 ) -> None:
-    from agy_host.timers import TurnTimers
+    from agy_host.engine.timers import TurnTimers
 
     rt, target = rt_target
     timers = TurnTimers(overall_s=100, inactivity_s=2)

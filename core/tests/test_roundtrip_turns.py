@@ -17,17 +17,17 @@ import trio
 import trio.testing
 
 from agy_host.config import Config
-from agy_host.engines import Engine, EngineContext
-from agy_host.events import Notice, OutcomeActivity, TextActivity, ToolUseRequested
-from agy_host.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.events import Notice, OutcomeActivity, TextActivity, ToolUseRequested
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.prompt import TextBlock, prompt_text
+from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.engine.base import Engine, EngineContext
+from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.engine.timers import TurnTimers
 from agy_host.plugins import Plugins
-from agy_host.prompt import TextBlock, prompt_text
-from agy_host.roundtrip import RoundTrips, RoundTripSettings, open_roundtrips
-from agy_host.store import SessionStore
-from agy_host.timers import TurnTimers
-from agy_host.tools import HostTool, ToolResult
-from agy_host.turn_layer import TurnLayer
-from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.runtime.store import SessionStore
+from agy_host.runtime.turn_layer import TurnLayer
+from agy_host.service.roundtrips import RoundTrips, RoundTripSettings, open_roundtrips
 
 Script = Callable[["ScriptDriver", TurnRequest, TurnHandle], Awaitable[OutcomeActivity]]
 

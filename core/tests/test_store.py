@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from agy_host.store import STORE_VERSION, SessionBinding, SessionStore, StateFile
+from agy_host.runtime.store import STORE_VERSION, SessionBinding, SessionStore, StateFile
 
 
 def _store(tmp_path: Path, warnings: list[str] | None = None) -> SessionStore:
@@ -137,7 +137,7 @@ def test_a_write_reparses_the_file_only_when_someone_else_changed_it(
     # A store written at every turn end must not re-check every entry each
     # time (64 sessions made that quadratic); another writer's change must
     # still be merged.
-    import agy_host.store as store_mod
+    import agy_host.runtime.store as store_mod
 
     parsed: list[int] = []
     real = store_mod._narrow
@@ -170,7 +170,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from agy_host.store import SessionBinding, SessionStore
+    from agy_host.runtime.store import SessionBinding, SessionStore
     store = SessionStore(Path(sys.argv[1]))
     prefix = sys.argv[2]
     for i in range(40):
@@ -229,7 +229,7 @@ def test_unreadable_store_is_an_error_not_an_empty_store(tmp_path: Path) -> None
     path = tmp_path / "sessions.json"
     path.write_text('{"version": 1, "bindings": {}}')
     path.chmod(0)
-    from agy_host.store import StoreError
+    from agy_host.runtime.store import StoreError
 
     with pytest.raises(StoreError):
         _store(tmp_path)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agy_host.textguard import FLIP_THRESHOLD, CumulativeGuard
+from agy_host.engine.textguard import FLIP_THRESHOLD, CumulativeGuard
 
 
 def feed_all(chunks: list[str]) -> tuple[list[str], str]:

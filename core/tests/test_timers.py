@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from agy_host.timers import TurnTimers, minutes
+from agy_host.engine.timers import TurnTimers, minutes
 
 
 async def _run_turn(timers: TurnTimers, body: Callable[[TurnTimers], Awaitable[None]]) -> float:

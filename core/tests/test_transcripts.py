@@ -20,7 +20,7 @@ from agy_host.builtins.transcripts import (
     transcript_path,
     turns_of,
 )
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
 
 Cli = Callable[..., tuple[int, str, str]]
 

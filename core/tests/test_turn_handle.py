@@ -5,14 +5,14 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from agy_host.events import (
+from agy_host.contract.events import (
     BridgeCallActivity,
     NoticeActivity,
     OutcomeActivity,
     TextActivity,
     ThoughtActivity,
 )
-from agy_host.turns import TurnHandle
+from agy_host.engine.driver import TurnHandle
 
 OK = OutcomeActivity(status="ok", stop_reason="stop")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -17,7 +18,7 @@ from engines.echo_engine import EchoDriver, EchoPlugin
 from agy_host import hookimpl
 from agy_host.builtins.transcripts import transcript_path
 from agy_host.config import Config, TranscriptsConfig
-from agy_host.events import (
+from agy_host.contract.events import (
     Notice,
     PermissionAnswered,
     PermissionOption,
@@ -29,12 +30,13 @@ from agy_host.events import (
     TurnStarted,
     UsageReport,
 )
-from agy_host.host import Host
-from agy_host.permissions import PermissionDecision, PermissionRequest
-from agy_host.prompt import ResourceBlock, TextBlock
-from agy_host.prompt_parts import PromptContext, PromptPart
-from agy_host.tools import HostTool, ToolResult
-from agy_host.turn_layer import (
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.prompt import ResourceBlock, TextBlock
+from agy_host.contract.prompt_parts import PromptContext, PromptPart
+from agy_host.contract.run_context import RunContext, TurnContext
+from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.runtime.host import Host
+from agy_host.runtime.turn_layer import (
     NO_TURN_RUNNING,
     PROMPT_SEPARATOR,
     TurnLayer,
@@ -95,6 +97,7 @@ async def harness(
             config=config or host.config,
             sink=record,
             warn=host.warn,
+            env=host.env,
         )
         assert isinstance(driver, EchoDriver)
         yield Harness(host, layer, driver, events)
@@ -315,7 +318,7 @@ async def test_an_undeliverable_tool_result_aborts_the_turn(make_host: Callable[
 async def test_a_second_turn_while_parked_is_refused(
     make_host: Callable[..., Host], autojump_clock: trio.testing.MockClock
 ) -> None:
-    from agy_host.turn_layer import TurnLayerError
+    from agy_host.runtime.turn_layer import TurnLayerError
 
     async with harness(make_host()) as h:
         await h.run("!bridge")
@@ -550,7 +553,7 @@ class StalledPlugin:
 async def test_a_service_that_never_gets_ready_is_skipped(
     make_host: Callable[..., Host], autojump_clock: trio.testing.MockClock
 ) -> None:
-    from agy_host.host import SERVICE_START_TIMEOUT_S
+    from agy_host.runtime.host import SERVICE_START_TIMEOUT_S
 
     warnings: list[str] = []
     host = make_host(plugins=[StalledPlugin()], warnings=warnings)
@@ -560,3 +563,55 @@ async def test_a_service_that_never_gets_ready_is_skipped(
         assert trio.current_time() - start == pytest.approx(SERVICE_START_TIMEOUT_S)
         nursery.cancel_scope.cancel()
     assert any("'stalled' did not become ready" in w for w in warnings)
+
+
+class StartWatcher:
+    """Records the new hooks: the host's configure call and each turn start."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Any]] = []
+
+    @hookimpl
+    def agy_host_configure(self, run: RunContext) -> None:
+        self.calls.append(("configure", run))
+
+    @hookimpl
+    def agy_host_turn_started(self, turn: TurnContext) -> None:
+        self.calls.append(("turn_started", turn))
+
+    @hookimpl
+    def agy_host_prompt_parts(self, turn: PromptContext) -> None:
+        self.calls.append(("prompt_parts", turn))
+
+
+async def test_turn_started_comes_first_with_the_hosts_config_and_env(make_host: Callable[..., Host]) -> None:
+    watcher = StartWatcher()
+    host = make_host(plugins=[watcher])
+    async with harness(host) as h:
+        await h.run("hello")
+    kinds = [kind for kind, _ in watcher.calls]
+    assert kinds == ["configure", "turn_started", "prompt_parts"]
+    run, turn, parts = (value for _, value in watcher.calls)
+    assert run.config is host.config and run.env is host.env and run.state_dir == host.state_dir
+    assert (turn.session, turn.engine, turn.user_text, turn.new_conversation) == ("s", "echo", "hello", True)
+    assert turn.config is host.config and turn.diffs_wanted is False
+    assert parts.config is host.config
+
+
+def test_configure_is_historic_for_plugins_registered_later(make_host: Callable[..., Host]) -> None:
+    host = make_host()
+    late = StartWatcher()
+    host.plugins.register(late, name="late")
+    [(kind, run)] = late.calls
+    assert kind == "configure" and run.config is host.config
+
+
+async def test_transcripts_follow_the_env_the_host_was_given(make_host: Callable[..., Host], tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "XDG_STATE_HOME": str(tmp_path / "elsewhere")}
+    host = make_host(env=env)
+    async with harness(host) as h:
+        await h.run("hi", session="given-env")
+    assert transcript_path("given-env", env).exists()
+    assert not transcript_path("given-env").exists(), "written under the process's own state dir"

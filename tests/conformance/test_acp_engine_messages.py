@@ -25,11 +25,11 @@ pytest.importorskip("agy_host_acp", reason="the ACP engine plugin is not install
 from conformance.schema import validate_client_message
 
 from agy_host.config import Config
-from agy_host.engines import EngineContext, McpServerSpec
-from agy_host.events import BridgeCallActivity, TextActivity
-from agy_host.permissions import PermissionDecision, PermissionRequest
-from agy_host.prompt import ImageBlock, ResourceBlock, TextBlock
-from agy_host.turns import TurnRequest
+from agy_host.contract.events import BridgeCallActivity, TextActivity
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.prompt import ImageBlock, ResourceBlock, TextBlock
+from agy_host.engine.base import EngineContext, McpServerSpec
+from agy_host.engine.driver import TurnRequest
 from agy_host_acp import schema as s
 from agy_host_acp.engine import AcpEngine
 

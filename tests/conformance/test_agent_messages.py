@@ -41,13 +41,13 @@ from conformance.wire import Deviation, read_tee_log, tee_argv, validate_frames,
 pytest.importorskip("agy_host_acp", reason="the ACP engine plugin is not installed")
 
 from agy_host.config import Config
-from agy_host.engines import EngineContext
-from agy_host.events import TextActivity
-from agy_host.permissions import PermissionDecision, PermissionRequest
-from agy_host.prompt import TextBlock
+from agy_host.contract.events import TextActivity
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.prompt import TextBlock
+from agy_host.engine.base import EngineContext
+from agy_host.engine.driver import TurnRequest
 from agy_host.testing.recordings import AgentFrame, ClientFrame, is_request, read_recording
 from agy_host.testing.scenarios import BUILTIN
-from agy_host.turns import TurnRequest
 from agy_host_acp.engine import AcpEngine
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"

@@ -95,7 +95,7 @@ def agy_host_cli() -> Path:
 TOOLS = """
 import json
 from agy_host import hookimpl
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
 
 
 async def echo(args):

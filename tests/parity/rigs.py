@@ -137,11 +137,11 @@ import os
 import trio
 
 from agy_host import hookimpl
-from agy_host.engines import Engine
-from agy_host.events import OutcomeActivity, TextActivity
-from agy_host.prompt import prompt_text
-from agy_host.tools import HostTool, ToolResult
-from agy_host.turns import DriverSnapshot, TurnHandle
+from agy_host.engine.base import Engine
+from agy_host.contract.events import OutcomeActivity, TextActivity
+from agy_host.contract.prompt import prompt_text
+from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.engine.driver import DriverSnapshot, TurnHandle
 
 
 async def echo(args):

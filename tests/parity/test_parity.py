@@ -116,7 +116,7 @@ def engine_for(home: Home, agent: Any) -> Any:
     """The selected engine, built as the host builds it (by name, from the
     home's config and environment plus the agent's), in this process."""
     from agy_host import config
-    from agy_host.engines import EngineContext, load_engine_class
+    from agy_host.engine.base import EngineContext, load_engine_class
     from agy_host.testing.contract import allow_once
 
     env = home.environ(agent, None)
@@ -130,8 +130,8 @@ def engine_for(home: Home, agent: Any) -> Any:
 
 
 def turn_request(home: Home, text: str, **fields: Any) -> Any:
-    from agy_host.prompt import TextBlock
-    from agy_host.turns import TurnRequest
+    from agy_host.contract.prompt import TextBlock
+    from agy_host.engine.driver import TurnRequest
 
     values: dict[str, Any] = {
         "session": "parity",

@@ -19,11 +19,11 @@ from typing import Any
 import trio
 
 from agy_host.config import Config
-from agy_host.engines import Engine, EngineContext, McpServerSpec
-from agy_host.events import Activity, NoticeActivity
-from agy_host.permissions import PermissionDecision, PermissionRequest
-from agy_host.prompt import TextBlock
-from agy_host.turns import TurnDriver, TurnRequest
+from agy_host.contract.events import Activity, NoticeActivity
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.prompt import TextBlock
+from agy_host.engine.base import Engine, EngineContext, McpServerSpec
+from agy_host.engine.driver import TurnDriver, TurnRequest
 
 AGENTS = Path(__file__).resolve().parent / "agents"
 ACP_RAW = AGENTS / "acp_raw_agent.py"

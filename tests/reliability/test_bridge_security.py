@@ -13,7 +13,7 @@ import httpx2
 import pytest
 import trio
 
-from agy_host.tools import ToolResult
+from agy_host.contract.tools import ToolResult
 from agy_host_bridge_mcp.testing import host_tool, mcp_client, running_bridge
 
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
@@ -144,7 +144,7 @@ async def test_a_tool_that_raises_is_an_error_result_and_the_bridge_goes_on(tmp_
     async with running_bridge(tmp_path, [broken, host_tool("host_echo")], host_loop=False) as bridge:
 
         async def host_loop() -> None:  # the turn layer's rule: a raising tool answers with an error result
-            from agy_host.events import BridgeCallActivity
+            from agy_host.contract.events import BridgeCallActivity
 
             assert bridge.turns.handle is not None
             async for act in bridge.turns.handle:

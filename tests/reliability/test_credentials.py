@@ -29,7 +29,7 @@ CREDENTIALS = [
 
 TOOLS = """
 from agy_host import hookimpl
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
 
 
 async def broken(args):

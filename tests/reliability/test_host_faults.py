@@ -19,7 +19,7 @@ import tomllib
 from pathlib import Path
 
 from agy_host import config as config_mod
-from agy_host.store import STORE_FILE, SessionBinding, SessionStore
+from agy_host.runtime.store import STORE_FILE, SessionBinding, SessionStore
 from agy_host.testing.pytest_plugin import AgyHostHome, CliResult
 
 #: A writer that never stops: a store binding (big, so a write takes a while) or a config key per round.
@@ -28,7 +28,7 @@ WRITER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from agy_host.store import SessionBinding, SessionStore
+    from agy_host.runtime.store import SessionBinding, SessionStore
     from agy_host import config
 
     kind, path = sys.argv[1], Path(sys.argv[2])
@@ -98,7 +98,7 @@ CONCURRENT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from agy_host.store import SessionBinding, SessionStore
+    from agy_host.runtime.store import SessionBinding, SessionStore
 
     who, path, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     while not go.exists():

@@ -31,8 +31,8 @@ from reliability._support import (
     wrapper_script,
 )
 
-from agy_host.engines import Engine
-from agy_host.events import Activity, TextActivity
+from agy_host.contract.events import Activity, TextActivity
+from agy_host.engine.base import Engine
 from agy_host.testing.agents import fake_acp_agent_command
 from agy_host.testing.contract import collect, outcome_of, text_of
 from agy_host.testing.fake_agy import make_fake_agy

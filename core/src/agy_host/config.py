@@ -10,7 +10,7 @@ visible warning naming the key. A file that is not TOML at all is moved aside
 (kept, reported) and the defaults are used. Sections this module does not
 know (``[stream_json]``, a third-party plugin's) are kept as raw tables in
 :attr:`Config.plugins` for their owners to read. ``[bridge]`` is known here
-because its round-trip timings belong to core (:mod:`agy_host.roundtrip`).
+because its round-trip timings belong to core (:mod:`agy_host.service.roundtrips`).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ class AcpConfig(msgspec.Struct, kw_only=True):
     #: Default agent: a profile name, ``agy`` (the default) or a command line.
     agent: str = ""
     #: After ``session/cancel``, how long to wait for ``stopReason: cancelled``
-    #: before killing the agent and reloading the session next turn (Gate D).
+    #: before killing the agent and reloading the session next turn.
     cancel_grace_seconds: float = 2.0
     initialize_timeout_seconds: float = 30.0
     #: Deadline for session/new, load, set_config_option, close.
@@ -102,7 +102,7 @@ class PermissionsConfig(msgspec.Struct, kw_only=True):
 
 
 class BridgeConfig(msgspec.Struct, kw_only=True):
-    """``[bridge]``: the MCP bridge server and the tool round-trips (G9)."""
+    """``[bridge]``: the MCP bridge server and the tool round-trips."""
 
     #: Serve host tools to the agent (the bridge plugin reads this).
     enabled: bool = True
@@ -126,7 +126,7 @@ class BridgeConfig(msgspec.Struct, kw_only=True):
 class PromptConfig(msgspec.Struct, kw_only=True):
     """How agy-host assembles a turn's prompt (the user's side, not the engine's)."""
 
-    #: G1 context digest: tell the agent what the host session did that it did
+    #: The context digest: tell the agent what the host session did that it did
     #: not see (other engines' turns, host tool results). Off by default: it
     #: changes every turn and so defeats the agent's prompt cache.
     digest: bool = False
@@ -158,7 +158,7 @@ class Config(msgspec.Struct, kw_only=True):
     turn: TurnConfig = msgspec.field(default_factory=TurnConfig)
     acp: AcpConfig = msgspec.field(default_factory=AcpConfig)
     permissions: PermissionsConfig = msgspec.field(default_factory=PermissionsConfig)
-    #: G10: the host's system prompt, sent once at the start of every agent
+    #: The host's system prompt, sent once at the start of every agent
     #: conversation (with ``AGENTS.md``), byte-identical on every engine.
     system_prompt: str = ""
     prompt: PromptConfig = msgspec.field(default_factory=PromptConfig)

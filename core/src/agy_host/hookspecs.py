@@ -15,7 +15,7 @@ Plugins import the implementation marker from the package root::
         register(MyPolicy())
 
 and are found through the ``agy_host`` entry point group. Engines are found
-through ``agy_host.engines`` instead (see :mod:`agy_host.engines`), so that an
+through ``agy_host.engines`` instead (see :mod:`agy_host.engine.base`), so that an
 engine that is not selected is never imported.
 """
 
@@ -29,14 +29,15 @@ import pluggy
 if TYPE_CHECKING:
     import typer
 
-    from agy_host.diagnostics import DiagnosticReport
-    from agy_host.engines import EngineFactory, McpServerSpec
-    from agy_host.events import HostEvent
-    from agy_host.permissions import PermissionPolicy
-    from agy_host.prompt_parts import PromptContext, PromptPart
-    from agy_host.rendering import RendererFactory
-    from agy_host.services import Service
-    from agy_host.tools import HostTool
+    from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.events import HostEvent
+    from agy_host.contract.permissions import PermissionPolicy
+    from agy_host.contract.prompt_parts import PromptContext, PromptPart
+    from agy_host.contract.rendering import RendererFactory
+    from agy_host.contract.run_context import RunContext, TurnContext
+    from agy_host.contract.tools import HostTool
+    from agy_host.engine.base import EngineFactory, McpServerSpec
+    from agy_host.service.base import Service
 
 PROJECT = "agy_host"
 
@@ -54,8 +55,8 @@ def agy_host_register_engines(register: Callable[[str, EngineFactory], None]) ->
     entry point group.
 
     :param register: call ``register(name, factory)``; ``factory`` takes an
-        :class:`~agy_host.engines.EngineContext` and returns an
-        :class:`~agy_host.engines.Engine`.
+        :class:`~agy_host.engine.base.EngineContext` and returns an
+        :class:`~agy_host.engine.base.Engine`.
 
     Entry points win when both name the same engine. Prefer the entry point
     group for installable engines: an engine registered here is imported even
@@ -70,7 +71,7 @@ def agy_host_register_permission_policies(register: Callable[[PermissionPolicy],
     """Register permission policies (``auto``, ``deny``, ``ask``, ``rules``...).
 
     :param register: call ``register(policy)`` with an object satisfying
-        :class:`~agy_host.permissions.PermissionPolicy`; its ``name`` is what
+        :class:`~agy_host.contract.permissions.PermissionPolicy`; its ``name`` is what
         users select with ``permissions.policy`` or ``--permissions``.
 
     A later registration with the same name replaces an earlier one, so a
@@ -87,8 +88,8 @@ def agy_host_register_renderers(register: Callable[[str, RendererFactory], None]
     """Register output formats for ``--format NAME``.
 
     :param register: call ``register(name, factory)``; ``factory`` takes
-        :class:`~agy_host.rendering.RenderOptions` and returns a
-        :class:`~agy_host.rendering.Renderer`.
+        :class:`~agy_host.contract.rendering.RenderOptions` and returns a
+        :class:`~agy_host.contract.rendering.Renderer`.
 
     **Use in plugins:** alternative terminal UIs, machine formats.
     """
@@ -98,7 +99,7 @@ def agy_host_register_renderers(register: Callable[[str, RendererFactory], None]
 def agy_host_register_tools(register: Callable[[HostTool], None]) -> None:
     """Register host tools the agent may call through the bridge.
 
-    :param register: call ``register(tool)`` with a :class:`~agy_host.tools.HostTool`.
+    :param register: call ``register(tool)`` with a :class:`~agy_host.contract.tools.HostTool`.
 
     Called when the bridge builds its catalog. Tool names must be unique; a
     duplicate is reported and the first registration kept.
@@ -127,7 +128,7 @@ def agy_host_services(config: Any) -> list[Service] | None:
     of a command that runs turns (``run``, ``chat``).
 
     :param config: the effective :class:`~agy_host.config.Config`.
-    :returns: services (see :class:`~agy_host.services.Service`) or ``None``.
+    :returns: services (see :class:`~agy_host.service.base.Service`) or ``None``.
 
     Each service's ``run(task_status)`` is started with ``nursery.start`` and
     must call ``task_status.started()`` once it is ready; it is cancelled when
@@ -138,8 +139,47 @@ def agy_host_services(config: Any) -> list[Service] | None:
 
 
 # -------------------------------------------------------------------------
+# command hooks: called once a host knows its config
+# -------------------------------------------------------------------------
+
+
+@hookspec(historic=True)
+def agy_host_configure(run: RunContext) -> None:
+    """The command's effective config and environment are known.
+
+    :param run: the config (file, environment and command-line overrides
+        applied), the environment the host was given, its state directory.
+
+    Historic, like ``pytest_configure``: a plugin registered after the call
+    (an engine's ``hooks`` object, a plugin handed to a Python session) is
+    called at registration. A process may run several hosts (``chat``'s
+    ``/engine``, a program with two sessions): each call is one host's.
+
+    **Use in plugins:** read your own config section once; derive paths
+    from ``run.env``, never from ``os.environ``, so a program that passes
+    its own environment gets one consistent state directory.
+    """
+
+
+# -------------------------------------------------------------------------
 # turn hooks: called for every turn
 # -------------------------------------------------------------------------
+
+
+@hookspec
+def agy_host_turn_started(turn: TurnContext) -> None:
+    """A turn is about to be sent to the agent.
+
+    :param turn: session, engine, cwd, the user's text, whether the agent
+        conversation is new, the config and environment of the host running
+        it, and whether anyone in this command draws diffs.
+
+    Called before ``agy_host_prompt_parts``, so the agent cannot have acted
+    on the turn yet. Must be quick: it runs on the host's loop.
+
+    **Use in plugins:** note the turn's start (a transcript, a diff
+    baseline) instead of inferring it from another hook.
+    """
 
 
 @hookspec
@@ -148,7 +188,7 @@ def agy_host_prompt_parts(turn: PromptContext) -> list[PromptPart] | None:
 
     :param turn: what the turn layer knows: session, engine, whether the agent
         conversation is new, cwd, the user's prompt text.
-    :returns: :class:`~agy_host.prompt_parts.PromptPart` fragments or ``None``.
+    :returns: :class:`~agy_host.contract.prompt_parts.PromptPart` fragments or ``None``.
 
     Results of all implementations are collected; fragments are ordered by
     their ``order`` then by plugin order (use ``tryfirst``/``trylast`` to
@@ -165,7 +205,7 @@ def agy_host_mcp_servers(engine_name: str) -> list[McpServerSpec] | None:
     """MCP servers the agent should connect to for this session.
 
     :param engine_name: the selected engine.
-    :returns: :class:`~agy_host.engines.McpServerSpec` entries or ``None``.
+    :returns: :class:`~agy_host.engine.base.McpServerSpec` entries or ``None``.
 
     ACP engines pass them as ``mcpServers`` on ``session/new`` and
     ``session/load``.
@@ -178,7 +218,7 @@ def agy_host_mcp_servers(engine_name: str) -> list[McpServerSpec] | None:
 def agy_host_render_event(event: HostEvent) -> None:
     """Observe every host event of every turn (after the selected renderer).
 
-    :param event: the :data:`~agy_host.events.HostEvent`.
+    :param event: the :data:`~agy_host.contract.events.HostEvent`.
 
     Must be quick; it runs on the host loop between chunks. An exception is
     reported once and the plugin's further calls are skipped for the turn.
@@ -210,14 +250,14 @@ def agy_host_diagnostics(report: DiagnosticReport) -> None:
 # -------------------------------------------------------------------------
 
 if TYPE_CHECKING:
-    from agy_host.events import ToolCard
+    from agy_host.contract.events import ToolCard
 
 
 @hookspec(firstresult=True)
 def agy_host_render_diff(card: ToolCard, cwd: str) -> str | None:
     """Render the change an edit tool card made, as a unified diff.
 
-    :param card: a finished :class:`~agy_host.events.ToolCard` of an edit
+    :param card: a finished :class:`~agy_host.contract.events.ToolCard` of an edit
         (``kind == "edit"`` or a ``diff`` is set). ``card.diff`` carries the
         agent's own old and new text when the engine has it (ACP); otherwise
         the file named in ``card.args`` is on disk, already changed.

@@ -31,14 +31,15 @@ from agy_host import entry_points, hookspecs
 if TYPE_CHECKING:
     import typer
 
-    from agy_host.diagnostics import DiagnosticReport
-    from agy_host.engines import EngineFactory, McpServerSpec
-    from agy_host.events import HostEvent, ToolCard
-    from agy_host.permissions import PermissionPolicy
-    from agy_host.prompt_parts import PromptContext, PromptPart
-    from agy_host.rendering import RendererFactory
-    from agy_host.services import Service
-    from agy_host.tools import HostTool
+    from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.events import HostEvent, ToolCard
+    from agy_host.contract.permissions import PermissionPolicy
+    from agy_host.contract.prompt_parts import PromptContext, PromptPart
+    from agy_host.contract.rendering import RendererFactory
+    from agy_host.contract.run_context import RunContext, TurnContext
+    from agy_host.contract.tools import HostTool
+    from agy_host.engine.base import EngineFactory, McpServerSpec
+    from agy_host.service.base import Service
 
 PLUGIN_GROUP = "agy_host"
 
@@ -52,7 +53,6 @@ BUILTIN_PLUGINS = (
     "agy_host.builtins.permission_rules",
     "agy_host.builtins.renderers",
     "agy_host.builtins.diagnostics",
-    "agy_host.builtins.config_capture",
     "agy_host.builtins.transcripts",
     "agy_host.builtins.prompt_assembly",
 )
@@ -97,6 +97,7 @@ class Plugins:
         self.disabled: list[str] = []
         self._dists: dict[str, tuple[str, str]] = {}
         self._tracing = self.env.get("AGY_HOST_TRACE_HOOKS", "") not in {"", "0"}
+        self._run: RunContext | None = None
         if load_entry_points:
             self._load_entry_points()
         for modname in BUILTIN_PLUGINS:
@@ -141,7 +142,10 @@ class Plugins:
 
         try:
             module = importlib.import_module(modname)
-            self.pm.register(module, name=modname)
+            # A module with a ``make_plugin`` factory keeps its state on an
+            # object per plugin manager (per host), never in module globals.
+            factory = getattr(module, "make_plugin", None)
+            self.pm.register(factory() if callable(factory) else module, name=modname)
         except Exception as exc:
             self._record(PluginError(name=modname, error=_describe(exc)))
             return
@@ -149,11 +153,20 @@ class Plugins:
             self._dists[modname] = ("agy-host", _core_version())
 
     def register(self, plugin: object, name: str | None = None) -> None:
-        """Register an in-process plugin (an engine's ``hooks``, a test's object)."""
+        """Register an in-process plugin (an engine's ``hooks``, a test's object);
+        once the host configured the others, it is configured too (historic)."""
         try:
             self.pm.register(plugin, name=name)
         except Exception as exc:
             self._record(PluginError(name=name or repr(plugin), error=_describe(exc)))
+            return
+        if self._run is not None:
+            for impl in self.pm.hook.agy_host_configure.get_hookimpls():
+                if impl.plugin is plugin:
+                    try:
+                        impl.function(**{n: self._run for n in impl.argnames if n == "run"})
+                    except Exception as exc:
+                        self._record(PluginError(name=impl.plugin_name, error=f"agy_host_configure: {_describe(exc)}"))
 
     def check(self) -> None:
         """Record every implementation that matches no spec (a typo) as an
@@ -308,6 +321,14 @@ class Plugins:
         for result in self.call_each("agy_host_services", {"config": config}):
             out.extend(result)
         return out
+
+    def configure(self, run: RunContext) -> None:
+        """``agy_host_configure``; plugins registered later get ``run`` at registration."""
+        self._run = run
+        self.call_each("agy_host_configure", {"run": run})
+
+    def turn_started(self, turn: TurnContext, *, on_error: ErrorCallback | None = None) -> None:
+        self.call_each("agy_host_turn_started", {"turn": turn}, on_error=on_error)
 
     def prompt_parts(self, turn: PromptContext, *, on_error: ErrorCallback | None = None) -> list[PromptPart]:
         parts: list[PromptPart] = []

@@ -39,7 +39,7 @@ def make_dist(
 
 ENGINE_MODULE = """
 import contextlib
-from agy_host.engines import Engine
+from agy_host.engine.base import Engine
 
 
 class Engine_(Engine):

@@ -37,9 +37,8 @@ from typing import Any, ClassVar
 import trio
 
 from agy_host import hookimpl
-from agy_host.diagnostics import DiagnosticReport
-from agy_host.engines import Engine, EngineCapabilities, EngineContext, ModelCatalog, ModelInfo
-from agy_host.events import (
+from agy_host.contract.diagnostics import DiagnosticReport
+from agy_host.contract.events import (
     BridgeCallActivity,
     NoticeActivity,
     OutcomeActivity,
@@ -53,12 +52,13 @@ from agy_host.events import (
     UsageActivity,
     UsageCounts,
 )
-from agy_host.lifecycle import Lifecycle
-from agy_host.permissions import PermissionRequest
-from agy_host.prompt import prompt_text
-from agy_host.timers import TurnTimers
-from agy_host.tools import ToolResult
-from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.contract.permissions import PermissionRequest
+from agy_host.contract.prompt import prompt_text
+from agy_host.contract.tools import ToolResult
+from agy_host.engine.base import Engine, EngineCapabilities, EngineContext, ModelCatalog, ModelInfo
+from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.engine.lifecycle import Lifecycle
+from agy_host.engine.timers import TurnTimers
 
 OPTIONS = [
     PermissionOption(option_id="yes", name="Allow", kind="allow_once"),

@@ -20,8 +20,7 @@ import pytest
 import trio
 
 from agy_host.config import Config
-from agy_host.engines import EngineContext, McpServerSpec
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     NoticeActivity,
     OutcomeActivity,
@@ -31,10 +30,11 @@ from agy_host.events import (
     ToolStartActivity,
     UsageActivity,
 )
-from agy_host.permissions import PermissionDecision, PermissionRequest, choose_allow
-from agy_host.prompt import ImageBlock, TextBlock
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest, choose_allow
+from agy_host.contract.prompt import ImageBlock, TextBlock
+from agy_host.engine.base import EngineContext, McpServerSpec
+from agy_host.engine.driver import TurnRequest
 from agy_host.testing.contract import collect, outcome_of, text_of
-from agy_host.turns import TurnRequest
 from agy_host_acp.driver import AcpDriver
 from agy_host_acp.engine import AcpEngine
 
@@ -311,7 +311,7 @@ async def test_without_a_park_the_same_turn_times_out(tmp_path: Path) -> None:
 
 
 async def test_parked_time_does_not_count_against_the_deadline(tmp_path: Path) -> None:
-    from agy_host.events import BridgeCallActivity
+    from agy_host.contract.events import BridgeCallActivity
 
     fake = Fake(tmp_path, "park", sleep_scale=0.4)
     engine = make_engine(tmp_path, fake.command_line)
@@ -333,7 +333,7 @@ async def test_parked_time_does_not_count_against_the_deadline(tmp_path: Path) -
 
 
 async def test_park_keeps_a_turn_alive_past_its_deadline(tmp_path: Path) -> None:
-    from agy_host.events import BridgeCallActivity
+    from agy_host.contract.events import BridgeCallActivity
 
     fake = Fake(tmp_path, "park", sleep_scale=0.4)
     engine = make_engine(tmp_path, fake.command_line)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agy_host.events import (
+from agy_host.contract.events import (
     CommandsActivity,
     TextActivity,
     ThoughtActivity,

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.events import NoticeActivity
+from agy_host.contract.events import NoticeActivity
 from agy_host.testing.contract import collect, outcome_of
 from agy_host_acp import models
 from agy_host_acp import schema as s

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     CommandsActivity,
     NoticeActivity,
@@ -24,9 +24,9 @@ from agy_host.events import (
     ToolStartActivity,
     UsageActivity,
 )
-from agy_host.lifecycle import Lifecycle
-from agy_host.permissions import PermissionDecision, PermissionRequest
-from agy_host.turns import TurnRequest
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.engine.driver import TurnRequest
+from agy_host.engine.lifecycle import Lifecycle
 from agy_host_acp.connection import AcpConnection
 
 from .test_driver import collect, make_engine, outcome_of, req, text_of

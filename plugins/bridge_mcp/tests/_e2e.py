@@ -22,7 +22,7 @@ TOOLS_MODULE = """
 import json
 import trio
 from agy_host import hookimpl
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
 
 
 async def echo(args):

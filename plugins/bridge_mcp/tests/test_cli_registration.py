@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agy_host.roundtrip import delegated_agent
+from agy_host.service.roundtrips import delegated_agent
 from agy_host_bridge_mcp import cli_registration as reg
 from agy_host_bridge_mcp.testing import running_bridge
 

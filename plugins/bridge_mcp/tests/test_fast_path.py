@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import trio
 
-from agy_host.roundtrip import DISCONNECTED
-from agy_host.tools import ToolResult
+from agy_host.contract.tools import ToolResult
+from agy_host.service.roundtrips import DISCONNECTED
 from agy_host_bridge_mcp import fast_path, gate, server
 from agy_host_bridge_mcp.testing import Bridge, host_tool, mcp_client, running_bridge
 

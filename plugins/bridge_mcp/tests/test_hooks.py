@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from agy_host.config import BridgeConfig, Config
-from agy_host.diagnostics import DiagnosticReport
+from agy_host.contract.diagnostics import DiagnosticReport
 from agy_host.plugins import Plugins
 from agy_host_bridge_mcp import hooks
 from agy_host_bridge_mcp.service import BridgeService

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import trio
 
-from agy_host.roundtrip import DISCONNECTED, NO_ACTIVE_TURN, RoundTripSettings
-from agy_host.tools import ToolResult
-from agy_host.turns import TurnHandle
+from agy_host.contract.tools import ToolResult
+from agy_host.engine.driver import TurnHandle
+from agy_host.service.roundtrips import DISCONNECTED, NO_ACTIVE_TURN, RoundTripSettings
 from agy_host_bridge_mcp.testing import host_tool, mcp_client, running_bridge
 
 PNG = "iVBORw0KGgo="
@@ -97,7 +97,7 @@ async def test_the_first_connections_start_up_holds_the_turns_clocks(
     the agent waits on the host then, so its turn must not go "inactive"."""
     import time
 
-    from agy_host.timers import TurnTimers
+    from agy_host.engine.timers import TurnTimers
     from agy_host_bridge_mcp import service
 
     real_import = service._import_server

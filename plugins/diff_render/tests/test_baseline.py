@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agy_host.events import FileDiff, ToolCard
+from agy_host.contract.events import FileDiff, ToolCard
 from agy_host_diff_render.baseline import Baseline
 from agy_host_diff_render.hooks import DiffRenderer
 

@@ -31,7 +31,7 @@ HOST_TOOLS_PLUGIN = """
 import json
 import trio
 from agy_host import hookimpl
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
 
 
 async def echo(args):

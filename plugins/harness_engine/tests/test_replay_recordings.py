@@ -12,10 +12,17 @@ import pytest
 from agy_host_harness import outcome, wire
 from agy_host_harness.turn import HarnessTurn
 
-from agy_host.events import Activity, TextActivity, ThoughtActivity, ToolDoneActivity, ToolStartActivity, UsageActivity
-from agy_host.prompt import TextBlock
+from agy_host.contract.events import (
+    Activity,
+    TextActivity,
+    ThoughtActivity,
+    ToolDoneActivity,
+    ToolStartActivity,
+    UsageActivity,
+)
+from agy_host.contract.prompt import TextBlock
+from agy_host.engine.driver import TurnRequest
 from agy_host.testing.contract import collect
-from agy_host.turns import TurnRequest
 
 RECORDINGS = Path(__file__).resolve().parent / "recordings" / "harness-0.1.22"
 

@@ -17,11 +17,17 @@ from agy_host_harness.mapping import StepMapper
 from agy_host_harness.process import meaningful
 from agy_host_harness.settings import HarnessSettings, narrow
 
-from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE
-from agy_host.engine_turn import TurnFailed
-from agy_host.engines import McpServerSpec
-from agy_host.events import TextActivity, ThoughtActivity, ToolDoneActivity, ToolErrorActivity, ToolStartActivity
-from agy_host.prompt import ImageBlock, TextBlock
+from agy_host.contract.events import (
+    TextActivity,
+    ThoughtActivity,
+    ToolDoneActivity,
+    ToolErrorActivity,
+    ToolStartActivity,
+)
+from agy_host.contract.prompt import ImageBlock, TextBlock
+from agy_host.contract.prompt_parts import SYSTEM_END, SYSTEM_PREAMBLE
+from agy_host.engine.base import McpServerSpec
+from agy_host.engine.turn import TurnFailed
 
 # -- bootstrap ------------------------------------------------------------------------
 
@@ -194,7 +200,7 @@ def test_config_has_a_budget_endpoint_tools_and_the_bridge_without_host_tools() 
         offers=["activate_skill"],
     )
     other = McpServerSpec(name="team", url="http://127.0.0.1:3/mcp")
-    from agy_host.tools import HostTool, ToolResult
+    from agy_host.contract.tools import HostTool, ToolResult
 
     async def call(_: dict[str, Any]) -> ToolResult:
         return ToolResult()

@@ -9,15 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from agy_host.config import Config
-from agy_host.engines import EngineContext
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     NoticeActivity,
     UsageActivity,
 )
-from agy_host.permissions import PermissionDecision, PermissionRequest
-from agy_host.prompt import TextBlock
-from agy_host.turns import TurnRequest
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.prompt import TextBlock
+from agy_host.engine.base import EngineContext
+from agy_host.engine.driver import TurnRequest
 from agy_host_stream_json.engine import StreamJsonEngine
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import trio
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     BridgeCallActivity,
     NoticeActivity,
@@ -26,7 +26,7 @@ from agy_host.events import (
     ToolErrorActivity,
     ToolStartActivity,
 )
-from agy_host.prompt import ImageBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt import ImageBlock, ResourceBlock, TextBlock
 from agy_host.testing.contract import collect, outcome_of, text_of
 from agy_host_stream_json.config import BinaryChoice
 from agy_host_stream_json.driver import StreamJsonDriver

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from agy_host.diagnostics import DiagnosticReport
-from agy_host.engines import load_engine_class
+from agy_host.contract.diagnostics import DiagnosticReport
+from agy_host.engine.base import load_engine_class
 from agy_host.testing.contract import collect, outcome_of
 from agy_host_stream_json.config import StreamJsonConfig, narrow
 from agy_host_stream_json.engine import StreamJsonEngine
@@ -88,7 +88,7 @@ async def test_doctor_rows_without_agy(tmp_path: Path) -> None:
 
 
 async def test_a_turn_through_the_engine_hooks_and_host(tmp_path: Path, fake_agy: Fake, agy_host_home: Any) -> None:
-    from agy_host.host import Host
+    from agy_host.runtime.host import Host
 
     fake = fake_agy("happy")
     host = Host(env={**os.environ, **fake.env}, engine="stream-json", warn=lambda _m: None)

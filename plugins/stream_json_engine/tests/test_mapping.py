@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     TextActivity,
     ToolDoneActivity,

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import trio
 
-from agy_host.events import Activity, TextActivity, ToolDoneActivity, ToolErrorActivity, ToolStartActivity
+from agy_host.contract.events import Activity, TextActivity, ToolDoneActivity, ToolErrorActivity, ToolStartActivity
 from agy_host.testing.contract import collect, outcome_of, text_of
 from agy_host.testing.recordings import AgentFrame, ClientFrame, read_recording
 from agy_host_stream_json.config import BinaryChoice

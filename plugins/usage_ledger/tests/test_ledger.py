@@ -11,8 +11,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from agy_host.diagnostics import DiagnosticReport
-from agy_host.events import (
+from agy_host.contract.diagnostics import DiagnosticReport
+from agy_host.contract.events import (
     TextDelta,
     ToolCard,
     ToolUseRequested,
@@ -21,8 +21,8 @@ from agy_host.events import (
     UsageCounts,
     UsageReport,
 )
+from agy_host.contract.tools import HostTool
 from agy_host.testing.pytest_plugin import AgyHostHome
-from agy_host.tools import HostTool
 from agy_host_usage_ledger import hooks, ledger
 from agy_host_usage_ledger.ledger import LedgerEntry
 

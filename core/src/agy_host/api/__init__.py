@@ -40,10 +40,10 @@ from agy_host.api.errors import (
 if TYPE_CHECKING:
     from agy_host.api._loops import Job, Loop
     from agy_host.api._setup import Options, PermissionCallback
-    from agy_host.events import HostEvent
-    from agy_host.host import Host
-    from agy_host.prompt import PromptBlock
-    from agy_host.turn_result import TurnResult
+    from agy_host.contract.events import HostEvent
+    from agy_host.contract.prompt import PromptBlock
+    from agy_host.contract.turn_result import TurnResult
+    from agy_host.runtime.host import Host
 
 #: How long an aborted turn may take to settle before it is left behind.
 ABORT_GRACE_S = 10.0
@@ -146,8 +146,8 @@ class Turn:
             self._session._current = None
         result = self._job.unwrap()
         if result is None:
+            from agy_host.contract.turn_result import TurnResult
             from agy_host.runtime.session import STOPPED_WAITING
-            from agy_host.turn_result import TurnResult
 
             result = TurnResult(
                 session=self._session.name,

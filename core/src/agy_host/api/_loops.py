@@ -18,8 +18,8 @@ from agy_host.api.errors import AgyHostError, UsageError
 
 if TYPE_CHECKING:
     from agy_host.api._setup import Options
-    from agy_host.events import HostEvent
-    from agy_host.host import Host
+    from agy_host.contract.events import HostEvent
+    from agy_host.runtime.host import Host
     from agy_host.runtime.session import SessionRuntime
 
 _T = TypeVar("_T")

@@ -1,5 +1,5 @@
 """From the keyword options of :func:`agy_host.open_session` to a checked
-:class:`~agy_host.host.Host`: the program's tools and permission callback
+:class:`~agy_host.runtime.host.Host`: the program's tools and permission callback
 become a plugin of that host, so the runtime treats them as any plugin's."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from agy_host import hookimpl
 from agy_host.api.errors import EngineUnavailable, SessionNotFound, UsageError
 
 if TYPE_CHECKING:
-    from agy_host.host import Host
-    from agy_host.permissions import PermissionDecision, PermissionRequest
+    from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+    from agy_host.runtime.host import Host
     from agy_host.runtime.session import TurnSettings
 
 log = logging.getLogger("agy_host")
@@ -63,7 +63,7 @@ class _CallbackPolicy:
         self.callback = callback
 
     async def decide(self, request: PermissionRequest) -> PermissionDecision:
-        from agy_host.permissions import PermissionDecision, choose_allow, choose_reject
+        from agy_host.contract.permissions import PermissionDecision, choose_allow, choose_reject
 
         answer = self.callback(request)
         if inspect.isawaitable(answer):
@@ -115,8 +115,8 @@ class Options:
 
     def host(self) -> Host:
         """The run context: config, env, plugins; the engine loaded and checked."""
-        from agy_host.engines import EngineError
-        from agy_host.host import Host
+        from agy_host.engine.base import EngineError
+        from agy_host.runtime.host import Host
 
         extra = [*self.plugins, _PythonPlugin(self.tools, self.callback)]
         try:

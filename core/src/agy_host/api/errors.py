@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from agy_host.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from agy_host.turn_result import TurnResult
+    from agy_host.contract.turn_result import TurnResult
 
 
 class AgyHostError(Exception):

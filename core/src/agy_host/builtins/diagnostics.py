@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agy_host import hookimpl
-from agy_host.diagnostics import DiagnosticReport
+from agy_host.contract.diagnostics import DiagnosticReport
 
 
 @hookimpl

@@ -1,4 +1,4 @@
-"""The G1 context digest: what the host session did that this agent did not see.
+"""The context digest: what the host session did that this agent did not see.
 
 An agent remembers its own turns; it knows nothing of the turns the same
 host session ran on another engine, of host tool calls made there, or of

@@ -25,18 +25,18 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from agy_host import hookimpl
-from agy_host.builtins.ask_terminal import NoTerminal, Terminal, choose, open_terminal, terminal_available
-from agy_host.permissions import (
+from agy_host.contract.permissions import (
     PermissionDecision,
     PermissionPolicy,
     PermissionRequest,
     choose_allow,
     choose_reject,
 )
+from agy_host.service.terminal import NoTerminal, Terminal, choose, open_terminal, terminal_available
 
 if TYPE_CHECKING:
     from agy_host.config import Config
-    from agy_host.events import FileDiff
+    from agy_host.contract.events import FileDiff
 
 #: Lines of an edit's diff shown before the rest is summarised.
 DIFF_LINES = 100

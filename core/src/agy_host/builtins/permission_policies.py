@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agy_host import hookimpl
-from agy_host.permissions import (
+from agy_host.contract.permissions import (
     PermissionDecision,
     PermissionPolicy,
     PermissionRequest,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from agy_host import hookimpl
 from agy_host.builtins.permission_ask import AskPolicy
-from agy_host.permissions import (
+from agy_host.contract.permissions import (
     PermissionDecision,
     PermissionPolicy,
     PermissionRequest,

@@ -1,12 +1,13 @@
-"""The built-in prompt parts: the G10 system block and the G1 digest.
+"""The built-in prompt parts: the system block and the context digest.
 
 Both are engine-agnostic text; the turn layer decides where they go
 (``system`` parts only on a new conversation; a ``context`` part as an
 embedded resource on engines that take one, inline elsewhere), so the same
-bytes reach every engine. The settings come from the command's effective
-config (:mod:`agy_host.builtins.config_capture`): ``system_prompt``
+bytes reach every engine. The settings come from the config of the host
+running the turn (``PromptContext.config``): ``system_prompt``
 (``--system-prompt`` lands there), ``[prompt] agents_md``, ``[prompt] digest``
-and ``digest_max_chars``.
+and ``digest_max_chars``; the transcripts the digest reads, from the
+environment that host was given (``agy_host_configure``).
 """
 
 from __future__ import annotations
@@ -15,16 +16,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from agy_host import hookimpl
-from agy_host.builtins.config_capture import current_config
 from agy_host.builtins.digest import build_digest, digest_text
 from agy_host.builtins.system_prompt import agents_sections, system_block
 from agy_host.builtins.transcripts import read_transcript
-from agy_host.prompt_parts import PromptPart
+from agy_host.contract.prompt_parts import PromptPart
 
 if TYPE_CHECKING:
     from agy_host.config import Config
-    from agy_host.diagnostics import DiagnosticReport
-    from agy_host.prompt_parts import PromptContext
+    from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.prompt_parts import PromptContext
+    from agy_host.contract.run_context import RunContext
 
 #: Before other plugins' parts of the same kind: the system block opens the prompt.
 ORDER = -100
@@ -42,7 +43,7 @@ def bound_conversation(session: str, engine: str, env: Mapping[str, str] | None 
     most recently used binding of that session on that engine (an engine may
     keep one per agent profile)."""
     from agy_host.config import state_dir
-    from agy_host.store import SessionStore
+    from agy_host.runtime.store import SessionStore
 
     store = SessionStore.in_state_dir(state_dir(env))
     best = None
@@ -54,11 +55,11 @@ def bound_conversation(session: str, engine: str, env: Mapping[str, str] | None 
     return best.conversation_id if best is not None else None
 
 
-def digest_part(turn: PromptContext, config: Config) -> PromptPart | None:
-    entries = read_transcript(turn.session)
+def digest_part(turn: PromptContext, config: Config, env: Mapping[str, str] | None = None) -> PromptPart | None:
+    entries = read_transcript(turn.session, env)
     if not entries:
         return None
-    conversation = None if turn.new_conversation else bound_conversation(turn.session, turn.engine)
+    conversation = None if turn.new_conversation else bound_conversation(turn.session, turn.engine, env)
     body = build_digest(entries, conversation, config.prompt.digest_max_chars)
     if not body:
         return None
@@ -68,42 +69,68 @@ def digest_part(turn: PromptContext, config: Config) -> PromptPart | None:
     return PromptPart(text=digest_text(body), where="context", order=ORDER, uri=uri)
 
 
-@hookimpl
-def agy_host_prompt_parts(turn: PromptContext) -> list[PromptPart] | None:
-    config = current_config()
-    parts: list[PromptPart] = []
-    if turn.new_conversation:
-        text = system_text(config, turn.cwd)
-        if text:
-            parts.append(PromptPart(text=text, where="system", order=ORDER))
-    if config.prompt.digest:
-        part = digest_part(turn, config)
-        if part is not None:
-            parts.append(part)
-    return parts or None
+class PromptAssembly:
+    """The built-in prompt parts of one host (one per plugin manager)."""
+
+    def __init__(self) -> None:
+        self.run: RunContext | None = None
+
+    def config(self, turn: PromptContext | None = None) -> Config:
+        from agy_host import config as config_mod
+
+        if turn is not None and isinstance(turn.config, config_mod.Config):
+            return turn.config
+        if self.run is not None:
+            return self.run.config  # type: ignore[no-any-return]
+        return config_mod.load(warn=None)  # no host (a test, a bare plugin manager)
+
+    @property
+    def env(self) -> Mapping[str, str] | None:
+        return self.run.env if self.run is not None else None
+
+    @hookimpl
+    def agy_host_configure(self, run: RunContext) -> None:
+        self.run = run
+
+    @hookimpl
+    def agy_host_prompt_parts(self, turn: PromptContext) -> list[PromptPart] | None:
+        config = self.config(turn)
+        parts: list[PromptPart] = []
+        if turn.new_conversation:
+            text = system_text(config, turn.cwd)
+            if text:
+                parts.append(PromptPart(text=text, where="system", order=ORDER))
+        if config.prompt.digest:
+            part = digest_part(turn, config, self.env)
+            if part is not None:
+                parts.append(part)
+        return parts or None
+
+    @hookimpl
+    def agy_host_diagnostics(self, report: DiagnosticReport) -> None:
+        import os
+
+        from agy_host.builtins.system_prompt import find_agents_files
+        from agy_host.builtins.transcripts import list_transcripts, transcripts_dir
+
+        config = self.config()
+        sec = report.section("prompt")
+        source = "config / --system-prompt" if config.system_prompt.strip() else "none"
+        sec.add("system prompt", f"{len(config.system_prompt)} chars ({source})" if source != "none" else "none")
+        if config.prompt.agents_md:
+            files = find_agents_files(os.getcwd())
+            sec.add("AGENTS.md", f"{len(files)} found from here", detail=[str(f) for f in files])
+        else:
+            sec.add("AGENTS.md", "off ([prompt] agents_md = false)")
+        sec.add("digest", f"on, {config.prompt.digest_max_chars} chars" if config.prompt.digest else "off (default)")
+        if config.transcripts.enabled:
+            sec.add("transcripts", f"{len(list_transcripts(self.env))} in {transcripts_dir(self.env)}")
+        else:
+            sec.add("transcripts", "off ([transcripts] enabled = false)")
 
 
-@hookimpl
-def agy_host_diagnostics(report: DiagnosticReport) -> None:
-    import os
-
-    from agy_host.builtins.system_prompt import find_agents_files
-    from agy_host.builtins.transcripts import list_transcripts, transcripts_dir
-
-    config = current_config()
-    sec = report.section("prompt")
-    source = "config / --system-prompt" if config.system_prompt.strip() else "none"
-    sec.add("system prompt", f"{len(config.system_prompt)} chars ({source})" if source != "none" else "none")
-    if config.prompt.agents_md:
-        files = find_agents_files(os.getcwd())
-        sec.add("AGENTS.md", f"{len(files)} found from here", detail=[str(f) for f in files])
-    else:
-        sec.add("AGENTS.md", "off ([prompt] agents_md = false)")
-    sec.add("digest", f"on, {config.prompt.digest_max_chars} chars" if config.prompt.digest else "off (default)")
-    if config.transcripts.enabled:
-        sec.add("transcripts", f"{len(list_transcripts())} in {transcripts_dir()}")
-    else:
-        sec.add("transcripts", "off ([transcripts] enabled = false)")
+def make_plugin() -> PromptAssembly:
+    return PromptAssembly()
 
 
-__all__ = ["DIGEST_URI", "ORDER", "bound_conversation", "digest_part", "system_text"]
+__all__ = ["DIGEST_URI", "ORDER", "PromptAssembly", "bound_conversation", "digest_part", "make_plugin", "system_text"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.events import StopReason, ToolCard, TurnEnded, UsageCounts
+from agy_host.contract.events import StopReason, ToolCard, TurnEnded, UsageCounts
 
 NO_USAGE = "usage not reported by this agent"
 #: Arguments whose key names a file (``file_path``, ``TargetFile``, ``AbsolutePath``).

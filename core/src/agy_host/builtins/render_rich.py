@@ -21,12 +21,12 @@ when this renderer is built, never on the ``--help`` path.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from agy_host.builtins import render_context
 from agy_host.builtins.render_common import (
     UsageTally,
     args_preview,
@@ -40,7 +40,7 @@ from agy_host.builtins.render_common import (
     words,
 )
 from agy_host.builtins.render_spinner import FRAMES, Ticker
-from agy_host.events import (
+from agy_host.contract.events import (
     HostEvent,
     Notice,
     PermissionAnswered,
@@ -51,7 +51,7 @@ from agy_host.events import (
     TurnEnded,
     TurnStarted,
 )
-from agy_host.rendering import RenderOptions
+from agy_host.contract.rendering import RenderOptions
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -106,7 +106,9 @@ class RichRenderer:
         from rich.console import Console
 
         self.console = console or Console(file=opts.stream, highlight=False, emoji=False)
-        render_context.want_diffs()
+        self.diffs = opts.diffs
+        if self.diffs is not None:
+            self.diffs.want()
         self.out = self.console.file
         self.verbose = opts.verbose
         self._clock = clock
@@ -253,9 +255,13 @@ class RichRenderer:
             self._diff(card)
 
     def _diff(self, card: ToolCard) -> None:
-        diff = render_context.render_diff(card)
+        diff = self.diffs.render(card) if self.diffs is not None else None
         if diff is None:
-            self._line(self._styled(("    " + edit_label(card, render_context.cwd()), "dim")))
+            self._line(
+                self._styled(
+                    ("    " + edit_label(card, self.diffs.cwd if self.diffs is not None else os.getcwd()), "dim")
+                )
+            )
         else:
             for line in diff.rstrip("\n").split("\n") if diff else []:
                 self._line(self._styled(("    ", ""), (line, diff_style(line))))

@@ -18,7 +18,6 @@ from typing import IO
 import msgspec
 
 from agy_host import hookimpl
-from agy_host.builtins import render_context
 from agy_host.builtins.render_common import (
     UsageTally,
     args_preview,
@@ -29,7 +28,7 @@ from agy_host.builtins.render_common import (
     usage_text,
     words,
 )
-from agy_host.events import (
+from agy_host.contract.events import (
     EVENT_SCHEMA_VERSION,
     HostEvent,
     Notice,
@@ -41,7 +40,7 @@ from agy_host.events import (
     TurnEnded,
     TurnStarted,
 )
-from agy_host.rendering import Renderer, RendererFactory, RenderOptions
+from agy_host.contract.rendering import Renderer, RendererFactory, RenderOptions
 
 SANDBOX_NOTICE = (
     "no ACP agent is installed: this turn runs on agy-host's bundled sandbox agent, "
@@ -71,7 +70,9 @@ class TextRenderer:
         self.err = err or sys.stderr
         self.verbose = opts.verbose
         self._at_line_start = True
-        render_context.want_diffs()
+        self.diffs = opts.diffs
+        if self.diffs is not None:
+            self.diffs.want()
         self._session = ""
         #: Last status printed per tool call: agents resend the same call, and a
         #: plain-text card is "updated in place" by not printing it again.
@@ -120,9 +121,9 @@ class TextRenderer:
         extra = f": {card.error}" if card.error else ""
         self._side(f"[tool] {tool_label(card)} ({', '.join(details)}){extra}")
         if card.status == "done" and is_edit(card):
-            diff = render_context.render_diff(card)
+            diff = self.diffs.render(card) if self.diffs is not None else None
             if diff is None:
-                self._side("  " + edit_label(card, render_context.cwd()))
+                self._side("  " + edit_label(card, self.diffs.cwd if self.diffs is not None else os.getcwd()))
             elif diff:
                 self._side("\n".join("  " + line for line in diff.rstrip("\n").split("\n")))
 

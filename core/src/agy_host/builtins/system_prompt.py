@@ -1,4 +1,4 @@
-"""G10: the system block sent once at the start of an agent conversation.
+"""The system block sent once at the start of an agent conversation.
 
 Sources, in the block's order: the system prompt (``--system-prompt``, else
 ``system_prompt`` in the config) and the ``AGENTS.md`` files from the
@@ -15,15 +15,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from agy_host.contract.prompt_parts import SYSTEM_END, SYSTEM_PREAMBLE
+
 AGENTS_FILE = "AGENTS.md"
 #: An AGENTS.md larger than this is cut (and says so): it rides every new conversation.
 AGENTS_MAX_BYTES = 64 * 1024
-SYSTEM_PREAMBLE = (
-    "[System prompt from agy-host, the program that runs this conversation: the instructions "
-    "below (the host's system prompt and the project's AGENTS.md notes) apply to the whole "
-    "conversation. They are sent once, with its first message.]"
-)
-SYSTEM_END = "[END SYSTEM PROMPT]"
 
 
 def find_agents_files(cwd: str | Path, home: str | Path | None = None) -> list[Path]:

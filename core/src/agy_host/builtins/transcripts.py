@@ -3,13 +3,14 @@
 ``$XDG_STATE_HOME/agy-host/transcripts/<session>.jsonl``, one JSON object per
 line: the user's prompt, the host tools the agent called, the answer. They
 are the host side of the conversation, which the agents do not share: the
-G1 digest reads them to tell one engine what happened on another, and
+context digest reads them to tell one engine what happened on another, and
 ``agy-host sessions show`` prints them.
 
-The observer sees a turn through two hooks: ``agy_host_prompt_parts`` (the
-only place the user's text and the working directory pass by; it adds no
-parts) and ``agy_host_render_event`` (the answer, host tool calls and how
-the turn ended). A turn is written when it ends, all its lines in one
+The observer sees a turn through two hooks: ``agy_host_turn_started`` (the
+user's text, the working directory, and the config and environment of the
+host running the turn, so a program's own environment decides where the
+file goes) and ``agy_host_render_event`` (the answer, host tool calls and
+how the turn ended). Each plugin manager has its own observer. A turn is written when it ends, all its lines in one
 ``write`` on an ``O_APPEND`` descriptor, so concurrent agy-host processes
 never interleave half lines and a crash loses at most the turn in flight.
 A torn or foreign line is skipped when reading, never fatal.
@@ -25,10 +26,10 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from agy_host import hookimpl
-from agy_host.events import HostEvent, ToolUseRequested, TurnEnded, TurnStarted
+from agy_host.contract.events import HostEvent, ToolUseRequested, TurnEnded, TurnStarted
 
 if TYPE_CHECKING:
-    from agy_host.prompt_parts import PromptContext, PromptPart
+    from agy_host.contract.run_context import TurnContext
 
 TRANSCRIPT_VERSION = 1
 TRANSCRIPTS_DIR = "transcripts"
@@ -136,13 +137,16 @@ def turns_of(entries: list[TranscriptEntry]) -> int:
 
 
 class _Turn:
-    __slots__ = ("agent", "cwd", "engine", "session", "tools", "user_text")
+    __slots__ = ("agent", "cwd", "enabled", "engine", "env", "session", "tools", "user_text")
 
-    def __init__(self, ctx: PromptContext) -> None:
+    def __init__(self, ctx: TurnContext) -> None:
         self.session = ctx.session
         self.engine = ctx.engine
         self.cwd = ctx.cwd
         self.user_text = ctx.user_text
+        self.env = ctx.env
+        transcripts = getattr(ctx.config, "transcripts", None)
+        self.enabled = bool(getattr(transcripts, "enabled", True))
         self.agent = ""
         self.tools: list[ToolUseRequested] = []
 
@@ -151,17 +155,11 @@ class TranscriptObserver:
     """Collects one turn at a time (a host runs one turn at a time) and writes
     it when it ends."""
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        self.env = env
+    def __init__(self) -> None:
         self._pending: _Turn | None = None
         self._turn: _Turn | None = None
 
-    def enabled(self) -> bool:
-        from agy_host.builtins.config_capture import current_config
-
-        return current_config().transcripts.enabled
-
-    def prompt(self, ctx: PromptContext) -> None:
+    def started(self, ctx: TurnContext) -> None:
         self._pending = _Turn(ctx)
 
     def event(self, event: HostEvent) -> None:
@@ -178,13 +176,13 @@ class TranscriptObserver:
                     self._turn.tools.append(event)
             case TurnEnded():
                 turn, self._turn = self._turn, None
-                if turn is not None and self.enabled():
+                if turn is not None and turn.enabled:
                     self._write(turn, event)
             case _:
                 pass
 
     def _write(self, turn: _Turn, ended: TurnEnded) -> None:
-        from agy_host.store import utc_now
+        from agy_host.runtime.store import utc_now
 
         ts = utc_now()
 
@@ -214,25 +212,26 @@ class TranscriptObserver:
                 )
             )
         entries.append(entry("assistant", text=ended.response, stop_reason=ended.stop_reason, error=ended.error))
-        append_entries(turn.session, entries, self.env)
+        append_entries(turn.session, entries, turn.env)
 
 
-_observer = TranscriptObserver()
+class TranscriptPlugin:
+    """The transcripts of one host (one per plugin manager)."""
+
+    def __init__(self) -> None:
+        self.observer = TranscriptObserver()
+
+    @hookimpl
+    def agy_host_turn_started(self, turn: TurnContext) -> None:
+        self.observer.started(turn)
+
+    @hookimpl
+    def agy_host_render_event(self, event: HostEvent) -> None:
+        self.observer.event(event)
 
 
-def observer() -> TranscriptObserver:
-    return _observer
-
-
-@hookimpl(trylast=True)
-def agy_host_prompt_parts(turn: PromptContext) -> list[PromptPart] | None:
-    _observer.prompt(turn)
-    return None
-
-
-@hookimpl
-def agy_host_render_event(event: HostEvent) -> None:
-    _observer.event(event)
+def make_plugin() -> TranscriptPlugin:
+    return TranscriptPlugin()
 
 
 __all__ = [
@@ -240,10 +239,11 @@ __all__ = [
     "TRANSCRIPT_VERSION",
     "TranscriptEntry",
     "TranscriptObserver",
+    "TranscriptPlugin",
     "append_entries",
     "delete_transcript",
     "list_transcripts",
-    "observer",
+    "make_plugin",
     "read_transcript",
     "transcript_path",
     "transcripts_dir",

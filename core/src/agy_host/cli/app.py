@@ -19,8 +19,8 @@ import typer
 from agy_host.cli.exit_codes import ExitCode, epilog
 
 if TYPE_CHECKING:
-    from agy_host.host import Host
     from agy_host.plugins import Plugins
+    from agy_host.runtime.host import Host
 
 HELP = """Drive coding agents (Google Antigravity first) from the terminal.
 
@@ -58,15 +58,10 @@ class CliState:
             for plugin in self.extra_plugins:
                 plugins.register(plugin, name=getattr(plugin, "name", None) or type(plugin).__name__)
             self._plugins = plugins
-            # Renderers are built from RenderOptions alone; this is how they
-            # reach ``agy_host_render_diff`` (see builtins.render_context).
-            from agy_host.builtins import render_context
-
-            render_context.bind(plugins)
         return self._plugins
 
     def host(self, *, engine: str | None = None, agent: str | None = None, permissions: str | None = None) -> Host:
-        from agy_host.host import Host
+        from agy_host.runtime.host import Host
 
         return Host(env=self.env, engine=engine, agent=agent, permissions=permissions, plugins=self.plugins)
 
@@ -118,15 +113,7 @@ def run_app(args: list[str], *, extra_plugins: Sequence[object] = (), env: Mappi
     state = CliState(extra_plugins=extra_plugins, env=env)
     app = build_app(state)
     state.plugins.register_commands(app)
-    try:
-        return _run(app, args, state)
-    finally:
-        # Built-ins keep the command's config and plugin manager while it runs
-        # (config_capture, render_context); an embedding process runs more.
-        from agy_host.builtins import config_capture, render_context
-
-        config_capture.use_config(None)
-        render_context.bind(None)
+    return _run(app, args, state)
 
 
 def _run(app: typer.Typer, args: list[str], state: CliState) -> int:

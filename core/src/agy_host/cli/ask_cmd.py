@@ -28,9 +28,9 @@ from agy_host.cli.exit_codes import ExitCode, epilog
 
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
-    from agy_host.host import Host
-    from agy_host.prompt import PromptBlock
-    from agy_host.turn_layer import TurnResult
+    from agy_host.contract.prompt import PromptBlock
+    from agy_host.runtime.host import Host
+    from agy_host.runtime.turn_layer import TurnResult
 
 AskStatus = Literal["ok", "aborted", "timeout", "error"]
 
@@ -219,7 +219,7 @@ def _resume_hint(opts: AskOptions) -> str:
 
 def ask_command(state: CliState, opts: AskOptions) -> int:
     from agy_host.cli.chat_cmd import apply_overrides
-    from agy_host.engines import EngineError
+    from agy_host.engine.base import EngineError
     from agy_host.runtime.prompt_input import PromptInputError, prepare
 
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)

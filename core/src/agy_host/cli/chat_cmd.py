@@ -29,10 +29,10 @@ from agy_host.cli.exit_codes import ExitCode, epilog
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
     from agy_host.cli.line_editor import LineEditor, PipeReader
-    from agy_host.host import Host
-    from agy_host.rendering import Renderer, RendererFactory
+    from agy_host.contract.rendering import Renderer, RendererFactory
+    from agy_host.runtime.host import Host
     from agy_host.runtime.session import SessionRuntime, TurnSettings
-    from agy_host.turn_layer import TurnResult
+    from agy_host.runtime.turn_layer import TurnResult
 
 CHAT_HELP = """Chat with the agent: many turns, one agent conversation.
 
@@ -250,7 +250,10 @@ def register(app: typer.Typer, state: CliState) -> None:
         ] = None,
         digest: Annotated[
             bool | None,
-            typer.Option("--digest/--no-digest", help="Send the context digest (G1) with each message."),
+            typer.Option(
+                "--digest/--no-digest",
+                help="Send the context digest (this session on other engines) with each message.",
+            ),
         ] = None,
         verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the agent's thinking in full.")] = False,
     ) -> None:
@@ -287,8 +290,7 @@ def register(app: typer.Typer, state: CliState) -> None:
 
 
 def chat_command(state: CliState, opts: ChatOptions) -> int:
-    from agy_host.builtins import render_context
-    from agy_host.engines import EngineError
+    from agy_host.engine.base import EngineError
 
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
     apply_overrides(host, opts.system_prompt, opts.digest)
@@ -306,7 +308,6 @@ def chat_command(state: CliState, opts: ChatOptions) -> int:
             f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})",
             ExitCode.NO_SUCH_SESSION,
         )
-    render_context.bind(host.plugins, opts.cwd)
     import trio
 
     try:
@@ -331,10 +332,11 @@ def _editor(host: Host) -> LineEditor | PipeReader:
 async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.rendering import RenderOptions
+    from agy_host.contract.rendering import DiffSource, RenderOptions
     from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
 
-    renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose))
+    diffs = DiffSource(host.plugins.render_diff, opts.cwd)
+    renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose, diffs=diffs))
     editor = _editor(host)
     chat = Chat(state, host, opts, renderer, editor)
     code: int = ExitCode.OK
@@ -343,7 +345,7 @@ async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: R
             await watcher.start(watch_interrupts, lambda: chat.runtime, chat.on_idle_interrupt)
             try:
                 async with SessionRuntime.open(
-                    host, cwd=opts.cwd, sink=renderer.handle, start=False, exit_on_third_interrupt=True
+                    host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, start=False, exit_on_third_interrupt=True
                 ) as runtime:
                     chat.runtime = runtime
                     try:

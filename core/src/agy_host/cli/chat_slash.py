@@ -204,7 +204,7 @@ async def _sessions(chat: Chat, rest: str) -> None:
 async def _doctor(chat: Chat, rest: str) -> None:
     """Engine, agent, live driver state, session id, stats, lifecycle (no tokens)."""
     from agy_host.cli.doctor_cmd import rendering_rows, snapshot_rows
-    from agy_host.diagnostics import DiagnosticReport
+    from agy_host.contract.diagnostics import DiagnosticReport
 
     assert chat.runtime is not None
     report = DiagnosticReport()
@@ -233,7 +233,7 @@ async def _thinking(chat: Chat, rest: str) -> None:
 
 @command("/digest", "[on|off]")
 async def _digest(chat: Chat, rest: str) -> None:
-    """Show or switch the context digest (G1) for the next turns."""
+    """Show or switch the context digest for the next turns."""
     if rest:
         words = shlex.split(rest)
         if words[0] not in {"on", "off"}:

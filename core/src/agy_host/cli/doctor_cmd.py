@@ -2,7 +2,7 @@
 
 Rows come from four places: core (which engine and why, sessions, the last
 run's driver snapshot), the selected engine's own probe
-(:meth:`~agy_host.engines.Engine.diagnose`: binary resolution with every path
+(:meth:`~agy_host.engine.base.Engine.diagnose`: binary resolution with every path
 tried, handshake, server version, auth), every plugin's
 ``agy_host_diagnostics`` hook, and the plugin manager (what loaded, what
 failed to). Exit 1 when any row is an error, so scripts can gate on it.
@@ -20,10 +20,10 @@ from agy_host.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
-    from agy_host.diagnostics import DiagnosticReport, DiagnosticSection
-    from agy_host.engines import Engine
-    from agy_host.host import Host
-    from agy_host.turns import DriverSnapshot
+    from agy_host.contract.diagnostics import DiagnosticReport, DiagnosticSection
+    from agy_host.engine.base import Engine
+    from agy_host.engine.driver import DriverSnapshot
+    from agy_host.runtime.host import Host
 
 #: An engine probe that takes longer is reported as stuck, not waited for.
 DIAGNOSE_TIMEOUT_S = 90.0
@@ -64,7 +64,7 @@ def register(app: typer.Typer, state: CliState) -> None:
 
 def build_report(host: Host) -> DiagnosticReport:
     from agy_host import __version__
-    from agy_host.diagnostics import DiagnosticReport
+    from agy_host.contract.diagnostics import DiagnosticReport
 
     report = DiagnosticReport()
     core = report.section("agy-host")
@@ -85,7 +85,7 @@ def build_report(host: Host) -> DiagnosticReport:
 
 
 def _engine_rows(host: Host, report: DiagnosticReport) -> Engine | None:
-    from agy_host.engines import EngineError
+    from agy_host.engine.base import EngineError
 
     sec = report.section("engine")
     installed = host.installed_engines()

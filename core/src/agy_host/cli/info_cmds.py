@@ -13,8 +13,8 @@ from agy_host.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
-    from agy_host.engines import Engine, ModelCatalog
-    from agy_host.host import Host
+    from agy_host.engine.base import Engine, ModelCatalog
+    from agy_host.runtime.host import Host
 
 #: ``models`` may start the agent; past this it is reported as stuck.
 MODELS_TIMEOUT_S = 120.0
@@ -82,7 +82,7 @@ def register(app: typer.Typer, state: CliState) -> None:
 
 
 def engine_or_fail(host: Host) -> Engine:
-    from agy_host.engines import EngineError
+    from agy_host.engine.base import EngineError
 
     try:
         return host.load_engine()
@@ -108,7 +108,7 @@ def _catalog(engine: Engine) -> ModelCatalog:
 
 
 def _print_plugins(host: Host, fmt: str, show_all: bool) -> None:
-    from agy_host.engines import installed_engines
+    from agy_host.engine.base import installed_engines
 
     infos = [i for i in host.plugins.info() if show_all or not i.builtin]
     engines = installed_engines()
@@ -142,7 +142,7 @@ def _print_plugins(host: Host, fmt: str, show_all: bool) -> None:
 
 
 def _show_engine(host: Host, fmt: str) -> None:
-    from agy_host.engines import EngineError
+    from agy_host.engine.base import EngineError
 
     installed = host.installed_engines()
     try:
@@ -180,7 +180,7 @@ def _engine_summaries() -> dict[str, str]:
     """Each engine distribution's one-line summary (what it drives), read from
     its metadata without importing it; only this command pays for it."""
     from agy_host import entry_points
-    from agy_host.engines import ENGINE_GROUP
+    from agy_host.engine.base import ENGINE_GROUP
 
     out: dict[str, str] = {}
     for ep in entry_points.group(ENGINE_GROUP):

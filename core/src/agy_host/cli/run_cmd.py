@@ -20,14 +20,14 @@ import typer
 
 from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode, epilog
-from agy_host.prompt import PromptBlock, TextBlock
+from agy_host.contract.prompt import PromptBlock, TextBlock
 
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
-    from agy_host.engines import Engine
-    from agy_host.host import Host
-    from agy_host.rendering import RendererFactory
-    from agy_host.turn_layer import TurnResult
+    from agy_host.contract.rendering import RendererFactory
+    from agy_host.engine.base import Engine
+    from agy_host.runtime.host import Host
+    from agy_host.runtime.turn_layer import TurnResult
 
 RUN_HELP = """Run one agent turn and stream the answer.
 
@@ -173,7 +173,8 @@ def register(app: typer.Typer, state: CliState) -> None:
             typer.Option("--system-prompt", help="System prompt (TEXT or @FILE) for a new conversation.", metavar="S"),
         ] = None,
         digest: Annotated[
-            bool | None, typer.Option("--digest/--no-digest", help="Send the context digest (G1).")
+            bool | None,
+            typer.Option("--digest/--no-digest", help="Send the context digest (this session on other engines)."),
         ] = None,
         files: Annotated[
             list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")
@@ -216,15 +217,13 @@ def register(app: typer.Typer, state: CliState) -> None:
 
 def run_command(state: CliState, opts: RunOptions) -> int:
     """Everything up to the trio loop: host, renderer, engine, resume check."""
-    from agy_host.builtins import render_context
     from agy_host.cli.chat_cmd import apply_overrides
     from agy_host.cli.sessions_cmd import resume_note
-    from agy_host.engines import EngineError
+    from agy_host.engine.base import EngineError
     from agy_host.runtime.prompt_input import PromptInputError, prepare
 
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
     apply_overrides(host, opts.system_prompt, opts.digest)
-    render_context.bind(host.plugins, opts.cwd)
     renderers = host.plugins.renderers()
     factory = renderers.get(opts.fmt)
     if factory is None:
@@ -285,10 +284,11 @@ def _early_exit(opts: RunOptions, message: str, code: int) -> NoReturn:
 async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.rendering import RenderOptions
+    from agy_host.contract.rendering import DiffSource, RenderOptions
     from agy_host.runtime.session import SessionRuntime, TurnSettings, describe_error, watch_interrupts
 
-    renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose))
+    diffs = DiffSource(host.plugins.render_diff, opts.cwd)
+    renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose, diffs=diffs))
     result: TurnResult | None = None
     error = ""
     session: SessionRuntime | None = None
@@ -311,7 +311,7 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
         await watcher.start(watch_interrupts, lambda: session, before_the_turn)
         try:
             async with SessionRuntime.open(
-                host, cwd=opts.cwd, sink=renderer.handle, exit_on_third_interrupt=True
+                host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, exit_on_third_interrupt=True
             ) as session:
                 try:
                     blocks = opts.blocks or [TextBlock(text=opts.prompt)]
@@ -337,7 +337,7 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
 
 
 def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: str) -> None:
-    from agy_host.events import EVENT_SCHEMA_VERSION
+    from agy_host.contract.events import EVENT_SCHEMA_VERSION
 
     done = {
         "type": "done",

@@ -19,13 +19,13 @@ import typer
 
 from agy_host.cli.common import FormatOption, check_format, fail, print_json
 from agy_host.cli.exit_codes import ExitCode
-from agy_host.store import SessionBinding
+from agy_host.runtime.store import SessionBinding
 
 if TYPE_CHECKING:
     from agy_host.builtins.transcripts import TranscriptEntry
     from agy_host.cli.app import CliState
-    from agy_host.engines import Engine
-    from agy_host.host import Host
+    from agy_host.engine.base import Engine
+    from agy_host.runtime.host import Host
 
 SESSIONS_HELP = """Host sessions: their agent conversations (per engine) and transcripts.
 

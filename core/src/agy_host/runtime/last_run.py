@@ -8,8 +8,8 @@ from collections.abc import Callable
 import msgspec
 
 from agy_host import fsutil
-from agy_host.host import Host
-from agy_host.turns import DriverSnapshot
+from agy_host.engine.driver import DriverSnapshot
+from agy_host.runtime.host import Host
 
 
 class LastRun(msgspec.Struct, kw_only=True, omit_defaults=True):

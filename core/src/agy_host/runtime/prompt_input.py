@@ -28,10 +28,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agy_host.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
 
 if TYPE_CHECKING:
-    from agy_host.engines import Engine
+    from agy_host.engine.base import Engine
 
 IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
 IMAGE_TYPES[".webp"] = "image/webp"

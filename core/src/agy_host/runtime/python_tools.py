@@ -1,7 +1,7 @@
 """Plain Python callables as host tools.
 
 ``agy_host.open_session(tools=[fn])`` turns each function into a
-:class:`~agy_host.tools.HostTool`: the name is the function's, the
+:class:`~agy_host.contract.tools.HostTool`: the name is the function's, the
 description its docstring's summary, and the argument schema comes from the
 type hints (through a msgspec Struct built from the signature, so the agent's
 arguments are validated and converted exactly as the schema promises). A
@@ -10,7 +10,7 @@ parameter's own line under ``Args:`` in the docstring becomes its description.
 Sync functions run on the event loop (keep them quick, or make them
 ``async``): a thread per call would outlive a cancelled turn. The return
 value becomes the tool's text (``str`` as is, ``None`` empty, anything else
-JSON); a :class:`~agy_host.tools.ToolResult` passes through; an exception
+JSON); a :class:`~agy_host.contract.tools.ToolResult` passes through; an exception
 becomes an error result with its message, so the agent can react.
 """
 
@@ -23,7 +23,7 @@ from typing import Any, get_type_hints
 
 import msgspec
 
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
 

@@ -4,11 +4,11 @@
 (:mod:`agy_host.api`) all drive turns through a SessionRuntime, so there is one
 place that knows the order things start and stop in:
 
-1. the command's round-trips (:mod:`agy_host.roundtrip`: host tool calls that
+1. the command's round-trips (:mod:`agy_host.service.roundtrips`: host tool calls that
    park a turn, and results that arrive after their call died);
 2. the plugin services bound to them (the MCP bridge);
 3. the engine's driver (the agent process), in a task of its own;
-4. a :class:`~agy_host.turn_layer.TurnLayer` on that driver, which runs each
+4. a :class:`~agy_host.runtime.turn_layer.TurnLayer` on that driver, which runs each
    turn, resolves host tool calls until the turn really ends, and carries
    late tool results in follow-up turns of the same conversation.
 
@@ -16,7 +16,7 @@ Interrupts are explicit: :meth:`SessionRuntime.interrupt` aborts the running tur
 (first call), stops waiting for an agent that does not stop (second: the
 driver is closed and re-opened lazily for the next turn), and exits the
 process (third, only when the front-end asks for it; a library never does).
-The run context (config, env, plugins, cwd) is the :class:`~agy_host.host.Host`
+The run context (config, env, plugins, cwd) is the :class:`~agy_host.runtime.host.Host`
 the session is opened with: nothing is read from process globals.
 """
 
@@ -35,13 +35,14 @@ import trio
 from agy_host.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from agy_host.engines import Engine
-    from agy_host.events import HostEvent
-    from agy_host.host import Host
-    from agy_host.prompt import PromptBlock
-    from agy_host.roundtrip import RoundTrips
-    from agy_host.turn_layer import TurnLayer, TurnResult
-    from agy_host.turns import DriverSnapshot, TurnDriver
+    from agy_host.contract.events import HostEvent
+    from agy_host.contract.prompt import PromptBlock
+    from agy_host.contract.rendering import DiffSource
+    from agy_host.engine.base import Engine
+    from agy_host.engine.driver import DriverSnapshot, TurnDriver
+    from agy_host.runtime.host import Host
+    from agy_host.runtime.turn_layer import TurnLayer, TurnResult
+    from agy_host.service.roundtrips import RoundTrips
 
 Say = Callable[[str], None]
 #: Follow-up turns that carry late tool results, at most, per prompt.
@@ -70,7 +71,7 @@ class TurnSettings(msgspec.Struct, kw_only=True):
 
 def describe_error(exc: BaseException) -> str:
     """A readable one-liner, flattening trio's exception groups."""
-    from agy_host.engines import EngineError
+    from agy_host.engine.base import EngineError
 
     if isinstance(exc, BaseExceptionGroup):
         return "; ".join(describe_error(e) for e in exc.exceptions)
@@ -118,7 +119,7 @@ class SessionRuntime:
     command's round-trips and services, and the turns run on them.
 
     Open one with :meth:`open`; ``sink`` receives every
-    :class:`~agy_host.events.HostEvent` (a renderer's ``handle``, or the
+    :class:`~agy_host.contract.events.HostEvent` (a renderer's ``handle``, or the
     Python API's event stream).
     """
 
@@ -132,8 +133,10 @@ class SessionRuntime:
         services: Sequence[object] = (),
         say: Say = say_stderr,
         exit_on_third_interrupt: bool = False,
+        diffs: DiffSource | None = None,
     ) -> None:
         self.host = host
+        self.diffs = diffs
         self.engine: Engine = host.load_engine()
         self.nursery = nursery
         self.roundtrips = roundtrips
@@ -160,11 +163,11 @@ class SessionRuntime:
         say: Say = say_stderr,
         start: bool = True,
         exit_on_third_interrupt: bool = False,
+        diffs: DiffSource | None = None,
     ) -> AsyncIterator[SessionRuntime]:
         """Round-trips, services and (with ``start``) the agent, torn down in
         reverse order when the block ends, however it ends."""
-        from agy_host.builtins.config_capture import use_config
-        from agy_host.roundtrip import RoundTripSettings, ServiceContext, open_roundtrips
+        from agy_host.service.roundtrips import RoundTripSettings, ServiceContext, open_roundtrips
 
         settings = RoundTripSettings.from_config(host.config.bridge)
         async with open_roundtrips(settings) as roundtrips, trio.open_nursery() as nursery:
@@ -179,7 +182,6 @@ class SessionRuntime:
                     warn=host.warn,
                 )
                 await host.start_services(nursery, context)
-                use_config(host.config)
                 session = cls(
                     host,
                     nursery=nursery,
@@ -188,6 +190,7 @@ class SessionRuntime:
                     services=host.services,
                     say=say,
                     exit_on_third_interrupt=exit_on_third_interrupt,
+                    diffs=diffs,
                 )
                 try:
                     if start:
@@ -211,7 +214,7 @@ class SessionRuntime:
 
     async def start(self) -> None:
         """Start the agent now (turns start it on demand otherwise)."""
-        from agy_host.turn_layer import TurnLayer
+        from agy_host.runtime.turn_layer import TurnLayer
 
         if self.layer is not None:
             return
@@ -228,6 +231,8 @@ class SessionRuntime:
             sink=self.sink,
             warn=self.host.warn,
             roundtrips=self.roundtrips,
+            env=self.host.env,
+            diffs_wanted=lambda: self.diffs is not None and self.diffs.wanted,
         )
 
     async def aclose(self) -> None:
@@ -243,8 +248,6 @@ class SessionRuntime:
         """Continue on ``host``'s engine with the same round-trips and services;
         the current agent stays up until the new one started (so a failed
         switch leaves the session as it was)."""
-        from agy_host.builtins.config_capture import use_config
-
         other = SessionRuntime(
             host,
             nursery=self.nursery,
@@ -253,11 +256,11 @@ class SessionRuntime:
             services=self.services,
             say=self.say,
             exit_on_third_interrupt=self.exit_on_third_interrupt,
+            diffs=self.diffs,
         )
         await other.start()
         await self.aclose()
         self.host, self.engine, self.layer, self._held = host, other.engine, other.layer, other._held
-        use_config(host.config)
 
     def snapshot(self) -> DriverSnapshot | None:
         """The driver's own account for ``doctor`` (best effort)."""
@@ -300,7 +303,7 @@ class SessionRuntime:
         self.turns += 1
         self.result = result
         if scope.cancelled_caught or result is None:
-            from agy_host.events import TurnEnded
+            from agy_host.contract.events import TurnEnded
 
             # Renderers and the transcript still see the turn end.
             layer.emit(
@@ -321,7 +324,7 @@ class SessionRuntime:
         message_count: int | None,
     ) -> TurnResult:
         """The turn, its host tools, and follow-up turns for late tool results."""
-        from agy_host.turn_layer import ToolResultSink
+        from agy_host.runtime.turn_layer import ToolResultSink
 
         tools = {tool.name: tool for tool in self.host.plugins.tools()}
         found = [x for x in [*self.services, self.driver] if isinstance(x, ToolResultSink)]
@@ -386,7 +389,7 @@ class SessionRuntime:
         if snapshot is None:
             return
         from agy_host.runtime.last_run import LastRun, write_last_run
-        from agy_host.store import utc_now
+        from agy_host.runtime.store import utc_now
 
         write_last_run(
             self.host,

@@ -77,19 +77,19 @@ import msgspec
 import pytest
 import trio
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     BridgeCallActivity,
     ErrorKind,
     OutcomeActivity,
     TextActivity,
 )
-from agy_host.turns import DriverSnapshot, TurnDriver, TurnHandle, TurnRequest
+from agy_host.engine.driver import DriverSnapshot, TurnDriver, TurnHandle, TurnRequest
 
 if TYPE_CHECKING:
     from agy_host.config import Config
-    from agy_host.engines import Engine, EngineContext
-    from agy_host.permissions import PermissionDecision, PermissionRequest
+    from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+    from agy_host.engine.base import Engine, EngineContext
 
 #: The abstract scenarios the suite asks a harness for.
 SCENARIOS = ("happy", "hang", "endless", "park", "crash", "spawn-failure")
@@ -101,7 +101,7 @@ PARK_PAUSE_S = 1.0
 async def allow_once(request: PermissionRequest) -> PermissionDecision:
     """The permission decider harnesses use by default: allow once when an
     allow option is offered, cancel otherwise (and always for questions)."""
-    from agy_host.permissions import PermissionDecision, choose_allow
+    from agy_host.contract.permissions import PermissionDecision, choose_allow
 
     option = None if request.is_question else choose_allow(request.options)
     if option is None:
@@ -160,11 +160,11 @@ class EngineHarness(abc.ABC):
         env: Mapping[str, str] | None = None,
         decide: Callable[[PermissionRequest], Any] | None = None,
     ) -> EngineContext:
-        """An :class:`~agy_host.engines.EngineContext` for a test: default
+        """An :class:`~agy_host.engine.base.EngineContext` for a test: default
         config, a state dir under :attr:`workdir`, :func:`allow_once` as the
         permission decider, the environment without ``AGY_*`` variables."""
         from agy_host.config import Config
-        from agy_host.engines import EngineContext
+        from agy_host.engine.base import EngineContext
 
         state = self.workdir / "state"
         state.mkdir(parents=True, exist_ok=True)
@@ -180,8 +180,8 @@ class EngineHarness(abc.ABC):
 
     def request(self, text: str = "hello", **fields: Any) -> TurnRequest:
         """A turn request on session ``contract`` in :attr:`workdir`;
-        ``fields`` override any :class:`~agy_host.turns.TurnRequest` field."""
-        from agy_host.prompt import TextBlock
+        ``fields`` override any :class:`~agy_host.engine.driver.TurnRequest` field."""
+        from agy_host.contract.prompt import TextBlock
 
         values: dict[str, Any] = {
             "session": "contract",

@@ -26,9 +26,9 @@ from typing import Any, Protocol
 import msgspec
 import trio
 
-from agy_host.engines import McpServerSpec
-from agy_host.lifecycle import Lifecycle
-from agy_host.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host.engine.base import McpServerSpec
+from agy_host.engine.lifecycle import Lifecycle
 from agy_host_acp import schema as s
 from agy_host_acp.jsonrpc import (
     AUTH_REQUIRED,

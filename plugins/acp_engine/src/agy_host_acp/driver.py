@@ -5,7 +5,7 @@ A turn goes: connection (reuse, or spawn + ``initialize``), session (reuse,
 falls back to a new session *visibly*), config re-applied (model and mode do
 not survive an agent restart), timers armed, ``session/prompt``, outcome.
 
-Abort is Gate D. The driver sends ``session/cancel`` as the ACP spec defines it
+Aborting: The driver sends ``session/cancel`` as the ACP spec defines it
 (a notification), answers open permission requests ``cancelled``, and waits a
 short grace for the prompt to end with ``stopReason: cancelled``. If it does
 not, the agent is killed (process group) and the session is loaded again on
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.engine_turn import ParkedTurns, TurnFailed, driver_scope
-from agy_host.events import NoticeActivity, OutcomeActivity, UsageActivity
-from agy_host.lifecycle import Lifecycle
-from agy_host.timers import minutes
-from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.contract.events import NoticeActivity, OutcomeActivity, UsageActivity
+from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.engine.lifecycle import Lifecycle
+from agy_host.engine.timers import minutes
+from agy_host.engine.turn import ParkedTurns, TurnFailed, driver_scope
 from agy_host_acp import models
 from agy_host_acp import schema as s
 from agy_host_acp.connection import AcpConnection, AuthRequired, UnsupportedContent
@@ -421,7 +421,7 @@ class AcpDriver:
                     )
                 )
 
-    # -- abort (Gate D) ---------------------------------------------------------------
+    # -- abort -----------------------------------------------------------------------
 
     async def _watch_abort(self, turn: Turn) -> None:
         await turn.handle.abort_requested.wait()

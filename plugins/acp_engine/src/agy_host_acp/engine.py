@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, ClassVar
 
 import trio
 
-from agy_host.concurrency import unwrap_single
-from agy_host.engines import Engine, EngineCapabilities, EngineContext, EngineError, ModelCatalog
-from agy_host.lifecycle import Lifecycle
+from agy_host.engine.base import Engine, EngineCapabilities, EngineContext, EngineError, ModelCatalog
+from agy_host.engine.concurrency import unwrap_single
+from agy_host.engine.lifecycle import Lifecycle
 from agy_host_acp import schema as s
 from agy_host_acp.connection import AcpConnection, AuthRequired
 from agy_host_acp.jsonrpc import ConnectionClosed, JsonRpcError, RequestTimeout
@@ -22,7 +22,7 @@ from agy_host_acp.profiles import AgentNotFound, AgentSpec, resolve_agent, sandb
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
-    from agy_host.diagnostics import DiagnosticReport, Status
+    from agy_host.contract.diagnostics import DiagnosticReport, Status
     from agy_host_acp.driver import AcpDriver
 
 

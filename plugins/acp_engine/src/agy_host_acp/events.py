@@ -25,7 +25,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     CommandsActivity,
     FileDiff,
@@ -38,7 +38,7 @@ from agy_host.events import (
     UsageActivity,
     UsageCounts,
 )
-from agy_host.textguard import CumulativeGuard
+from agy_host.engine.textguard import CumulativeGuard
 from agy_host_acp import schema as s
 
 _CONTENT_TEXT = operator.attrgetter("content.text")

@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 import trio
 
-from agy_host.agent_process import MAX_LINE_BYTES, LineSplitter
+from agy_host.engine.process import MAX_LINE_BYTES, LineSplitter
 
 READ_CHUNK = 256 * 1024
 
@@ -132,7 +132,7 @@ ErrorHandler = Callable[[str, bytes], None]
 
 
 #: The engine's name for core's framing (linear in a line's size, refusals
-#: counted when detected): :class:`agy_host.agent_process.LineSplitter`.
+#: counted when detected): :class:`agy_host.engine.process.LineSplitter`.
 LineBuffer = LineSplitter
 
 

@@ -1,6 +1,6 @@
 """Facts remembered about agents across runs (``acp-agents.json`` in the state dir).
 
-Today that is how aborting worked (Gate D): ``graceful`` when the agent ended
+Today that is how aborting worked: ``graceful`` when the agent ended
 its prompt with ``stopReason: cancelled`` after ``session/cancel``, or
 ``kill+reload`` when it did not and the host had to kill it and reload the
 session on the next turn. Keyed by agent and version, so an upgraded agent is

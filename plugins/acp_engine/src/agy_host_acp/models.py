@@ -4,15 +4,15 @@ Agents list models either as the ``model`` config option or in the
 (unstable) ``models`` field. Antigravity's ids carry the effort tier
 (``gemini-3.8-flash-low``), so for Antigravity the catalog is folded into
 families with ``efforts`` and an effort is resolved to a slug exactly as the
-stream-json engine resolves it (:mod:`agy_host.model_tiers`): the user sees
+stream-json engine resolves it (:mod:`agy_host.engine.model_tiers`): the user sees
 one catalog and passes ``--model gemini-3.8-flash --effort low`` on either
 engine. Other agents' ids are shown and used as they are.
 """
 
 from __future__ import annotations
 
-from agy_host.engines import ModelCatalog, ModelInfo
-from agy_host.model_tiers import fold_tiers, resolve_effort
+from agy_host.engine.base import ModelCatalog, ModelInfo
+from agy_host.engine.model_tiers import fold_tiers, resolve_effort
 from agy_host_acp import schema as s
 
 

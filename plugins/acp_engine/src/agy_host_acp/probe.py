@@ -17,10 +17,10 @@ from collections.abc import AsyncIterator, Callable, Mapping
 import msgspec
 import trio
 
-from agy_host.concurrency import unwrap_single
 from agy_host.config import Config
-from agy_host.engines import EngineError
-from agy_host.lifecycle import Lifecycle
+from agy_host.engine.base import EngineError
+from agy_host.engine.concurrency import unwrap_single
+from agy_host.engine.lifecycle import Lifecycle
 from agy_host_acp.connection import AcpConnection, AuthRequired
 from agy_host_acp.jsonrpc import ConnectionClosed, JsonRpcError, RequestTimeout
 from agy_host_acp.process import SpawnError

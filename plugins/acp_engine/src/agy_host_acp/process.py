@@ -1,7 +1,7 @@
 """The ACP agent child: core's process-group child plus the ACP side's pipes.
 
 The field lessons (own process group, stderr always drained, exit observed
-per process object) live in :mod:`agy_host.agent_process`, shared with the
+per process object) live in :mod:`agy_host.engine.process`, shared with the
 stream-json engine. What is ACP's own here: the JSON-RPC connection reads
 ``stdout`` and writes ``stdin`` itself, the stdout pipe is grown for floods,
 and stderr lines go to a callback (Antigravity may print its sign-in URL
@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
-from agy_host.agent_process import STDERR_TAIL_CHARS, GroupChild, SpawnError, open_in_own_group
+from agy_host.engine.process import STDERR_TAIL_CHARS, GroupChild, SpawnError, open_in_own_group
 
 #: The agent's stdout pipe is grown to this (Linux ``F_SETPIPE_SZ``; the
 #: default is 64 KiB): a flooding agent blocks less often and the reader

@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.engine_turn import EngineTurn
-from agy_host.events import NoticeActivity, PermissionActivity, PermissionOption
-from agy_host.permissions import PermissionDecision, PermissionRequest, is_question
-from agy_host.turns import TurnRequest
+from agy_host.contract.events import NoticeActivity, PermissionActivity, PermissionOption
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest, is_question
+from agy_host.engine.driver import TurnRequest
+from agy_host.engine.turn import EngineTurn
 from agy_host_acp import schema as s
 from agy_host_acp.events import UpdateMapper, first_diff, tool_args, tool_name
 
 if TYPE_CHECKING:
-    from agy_host.engines import PermissionDecider
+    from agy_host.engine.base import PermissionDecider
 
 
 class Turn(EngineTurn):

@@ -3,7 +3,7 @@
 A host tool like any other: the call parks the agent's turn (so a slow
 answer cannot trip the inactivity timer or eat the turn's deadline), the
 host asks on the terminal (``/dev/tty``, see
-:mod:`agy_host.builtins.ask_terminal`), and the answer resumes the turn.
+:mod:`agy_host.service.terminal`), and the answer resumes the turn.
 Agents that run inside agy-host cannot reach a person with their own
 question tools, so this is the way they ask.
 
@@ -18,8 +18,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from agy_host.builtins.ask_terminal import NoTerminal, choose, open_terminal
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.service.terminal import NoTerminal, choose, open_terminal
 
 NAME = "ask_user"
 DESCRIPTION = (

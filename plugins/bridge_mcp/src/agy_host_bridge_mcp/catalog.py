@@ -5,7 +5,7 @@ the host runs:
 
 * the host tools of the ``agy_host_register_tools`` hook (``ask_user`` among
   them): a call to one **parks the turn** through
-  :meth:`agy_host.roundtrip.RoundTrips.call` and the host runs it;
+  :meth:`agy_host.service.roundtrips.RoundTrips.call` and the host runs it;
 * ``activate_skill`` (when skills exist): answered here, from ``SKILL.md``;
 * ``bridge_poll_result``: answered here, from the escalation registry.
 
@@ -22,9 +22,9 @@ from typing import Any
 import msgspec
 import trio
 
-from agy_host.roundtrip import RoundTrips
-from agy_host.roundtrip_text import POLL_DESCRIPTION, POLL_TOOL
-from agy_host.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.service.roundtrip_text import POLL_DESCRIPTION, POLL_TOOL
+from agy_host.service.roundtrips import RoundTrips
 from agy_host_bridge_mcp import skills as skills_mod
 
 SKILL_TOOL = "activate_skill"

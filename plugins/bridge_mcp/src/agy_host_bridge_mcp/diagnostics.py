@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import os
 
-from agy_host.diagnostics import DiagnosticReport
+from agy_host.contract.diagnostics import DiagnosticReport
 
 
 def bridge_rows(report: DiagnosticReport) -> None:
     from agy_host import config as config_mod
-    from agy_host.roundtrip_text import seconds
+    from agy_host.service.roundtrip_text import seconds
     from agy_host_bridge_mcp import cli_registration, skills
 
     env = os.environ

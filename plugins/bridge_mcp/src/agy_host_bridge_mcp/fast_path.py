@@ -42,7 +42,7 @@ from typing import Any, Protocol
 import msgspec
 import trio
 
-from agy_host.tools import ToolResult
+from agy_host.contract.tools import ToolResult
 from agy_host_bridge_mcp.gate import MODERN_META_KEY, header
 
 Scope = MutableMapping[str, Any]

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from agy_host import hookimpl
 
 if TYPE_CHECKING:
-    from agy_host.diagnostics import DiagnosticReport
-    from agy_host.engines import McpServerSpec
-    from agy_host.services import Service
-    from agy_host.tools import HostTool
+    from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.tools import HostTool
+    from agy_host.engine.base import McpServerSpec
+    from agy_host.service.base import Service
 
 
 @hookimpl

@@ -34,7 +34,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 from pydantic import ValidationError
 
-from agy_host.tools import ToolResult
+from agy_host.contract.tools import ToolResult
 from agy_host_bridge_mcp import __version__
 from agy_host_bridge_mcp.fast_path import CallTool, FastCalls
 from agy_host_bridge_mcp.gate import REQUEST, BridgeGate

@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.engines import McpServerSpec
-from agy_host.lifecycle import Lifecycle
+from agy_host.engine.base import McpServerSpec
+from agy_host.engine.lifecycle import Lifecycle
 from agy_host_bridge_mcp.gate import TOKEN_HEADER
 
 if TYPE_CHECKING:
     from agy_host.config import BridgeConfig
-    from agy_host.roundtrip import ServiceContext
+    from agy_host.service.roundtrips import ServiceContext
     from agy_host_bridge_mcp.catalog import Catalog
     from agy_host_bridge_mcp.cli_registration import CliRegistration
     from agy_host_bridge_mcp.fast_path import FastCalls
@@ -171,7 +171,7 @@ class BridgeService:
         ctx = self.ctx
         if ctx is None or ctx.engine_name != STREAM_JSON or not self.settings.cli_registration:
             return
-        from agy_host.roundtrip import add_delegation_guard
+        from agy_host.service.roundtrips import add_delegation_guard
         from agy_host_bridge_mcp.cli_registration import CliRegistration, config_file
 
         url = self.url

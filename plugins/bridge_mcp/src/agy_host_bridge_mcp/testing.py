@@ -15,10 +15,10 @@ from typing import Any
 import trio
 
 from agy_host.config import BridgeConfig, Config
-from agy_host.events import BridgeCallActivity, HostEvent
-from agy_host.roundtrip import RoundTrips, RoundTripSettings, ServiceContext, open_roundtrips
-from agy_host.tools import HostTool, ToolResult
-from agy_host.turns import TurnHandle
+from agy_host.contract.events import BridgeCallActivity, HostEvent
+from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.engine.driver import TurnHandle
+from agy_host.service.roundtrips import RoundTrips, RoundTripSettings, ServiceContext, open_roundtrips
 from agy_host_bridge_mcp.service import BridgeService
 
 #: Real HTTP means a real clock: small budgets, never minutes.

@@ -1,11 +1,9 @@
 """The plugin's hooks: take the baseline when a turn starts, render diffs.
 
-``agy_host_prompt_parts`` is the turn-start signal: the turn layer calls it
-before the engine sends the prompt, so the agent cannot have touched a file
-yet, and it carries the turn's working directory (``TurnStarted`` comes
-after the engine started the turn, and has no cwd). It contributes no parts,
-and takes the baseline only when a renderer of this command draws diffs
-(``render_context.diffs_wanted``).
+``agy_host_turn_started`` comes before the engine sends the prompt, so the
+agent cannot have touched a file yet, and it carries the turn's working
+directory. The baseline is taken only when a renderer of this command draws
+diffs (``turn.diffs_wanted``).
 ``agy_host_render_event`` notes each edit card's file the first time it
 appears, for files no snapshot covered. ``agy_host_render_diff`` answers
 the renderers.
@@ -19,14 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agy_host import hookimpl
-from agy_host.builtins import render_context
-from agy_host.events import HostEvent, ToolCard
+from agy_host.contract.events import HostEvent, ToolCard
 from agy_host_diff_render.baseline import Baseline, read_text
 from agy_host_diff_render.unified import unified_diff
 
 if TYPE_CHECKING:
-    from agy_host.diagnostics import DiagnosticReport
-    from agy_host.prompt_parts import PromptContext, PromptPart
+    from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.run_context import TurnContext
 
 _PATH_KEY = re.compile(r"file|path", re.IGNORECASE)
 
@@ -99,16 +96,15 @@ def renderer() -> DiffRenderer:
     return _renderer
 
 
-@hookimpl(trylast=True)
-def agy_host_prompt_parts(turn: PromptContext) -> list[PromptPart] | None:
-    if render_context.diffs_wanted():
+@hookimpl
+def agy_host_turn_started(turn: TurnContext) -> None:
+    if turn.diffs_wanted:
         _renderer.turn_started(turn.cwd)
     else:
         # Nobody draws diffs in this command (``--format json``, a program
         # driving turns itself): the baseline's git calls or directory walk,
         # synchronous on the host loop, would be paid by every turn for nothing.
         _renderer.baseline = None
-    return None
 
 
 @hookimpl

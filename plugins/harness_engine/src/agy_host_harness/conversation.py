@@ -18,8 +18,8 @@ from typing import Any, Protocol
 
 import trio
 
-from agy_host.engine_turn import TurnFailed
-from agy_host.events import ErrorKind
+from agy_host.contract.events import ErrorKind
+from agy_host.engine.turn import TurnFailed
 from agy_host_harness import wire
 from agy_host_harness.harness_config import Profile
 from agy_host_harness.process import HarnessProcess

@@ -28,9 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
-from agy_host.engine_turn import ParkedTurns, TurnFailed, driver_scope
-from agy_host.engines import McpServerSpec
-from agy_host.events import (
+from agy_host.contract.events import (
     BridgeCallActivity,
     ErrorKind,
     NoticeActivity,
@@ -38,11 +36,13 @@ from agy_host.events import (
     PermissionActivity,
     PermissionOption,
 )
-from agy_host.lifecycle import Lifecycle
-from agy_host.permissions import PermissionDecision, PermissionRequest
-from agy_host.timers import minutes
-from agy_host.tools import HostTool, ToolResult
-from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.engine.base import McpServerSpec
+from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.engine.lifecycle import Lifecycle
+from agy_host.engine.timers import minutes
+from agy_host.engine.turn import ParkedTurns, TurnFailed, driver_scope
 from agy_host_harness import harness_config, outcome, prompting, wire
 from agy_host_harness.binary import INSTALL_HINT
 from agy_host_harness.bootstrap import BootstrapError

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal
 import msgspec
 
 from agy_host import fsutil
-from agy_host.engines import Engine, EngineCapabilities, EngineContext, ModelCatalog
+from agy_host.engine.base import Engine, EngineCapabilities, EngineContext, ModelCatalog
 from agy_host_harness import binary as binary_mod
 from agy_host_harness import models as models_mod
 from agy_host_harness import pin
@@ -24,7 +24,7 @@ from agy_host_harness.harness_config import Endpoint, endpoint
 from agy_host_harness.settings import SECTION, narrow
 
 if TYPE_CHECKING:
-    from agy_host.diagnostics import DiagnosticReport
+    from agy_host.contract.diagnostics import DiagnosticReport
     from agy_host_harness.driver import HarnessDriver
 
 

@@ -30,8 +30,8 @@ from typing import Any
 
 import msgspec
 
-from agy_host.engines import McpServerSpec
-from agy_host.tools import HostTool
+from agy_host.contract.tools import HostTool
+from agy_host.engine.base import McpServerSpec
 from agy_host_harness.settings import HarnessSettings
 
 #: Harness tools that change the machine: asked about unless allowed.

@@ -16,7 +16,7 @@ from agy_host_harness.settings import SECTION
 if TYPE_CHECKING:
     import typer
 
-    from agy_host.diagnostics import DiagnosticReport
+    from agy_host.contract.diagnostics import DiagnosticReport
     from agy_host_harness.engine import HarnessEngine
 
 _HARNESS_HELP = """Google's Antigravity harness (localharness), for the harness engine.

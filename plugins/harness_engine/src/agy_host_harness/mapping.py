@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     FileDiff,
     NoticeActivity,

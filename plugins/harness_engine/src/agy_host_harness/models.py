@@ -2,7 +2,7 @@
 
 The harness has no catalog call: the models are what ``[harness] models``
 lists (``$AGY_HOST_HARNESS_MODELS``, comma-separated, wins), folded by core's
-:mod:`agy_host.model_tiers` exactly as the other engines fold Antigravity's,
+:mod:`agy_host.engine.model_tiers` exactly as the other engines fold Antigravity's,
 so the same ids and effort tiers resolve everywhere:
 
 * a family listed with tiers (``gemini-3.8-flash-low``, ``-high``) is one
@@ -20,8 +20,8 @@ from collections.abc import Mapping
 
 import msgspec
 
-from agy_host.engines import ModelInfo
-from agy_host.model_tiers import EFFORT_FAMILY, TIERS, fold_tiers, level_to_tier, resolve_effort
+from agy_host.engine.base import ModelInfo
+from agy_host.engine.model_tiers import EFFORT_FAMILY, TIERS, fold_tiers, level_to_tier, resolve_effort
 from agy_host_harness.settings import HarnessSettings
 
 MODELS_ENV = "AGY_HOST_HARNESS_MODELS"

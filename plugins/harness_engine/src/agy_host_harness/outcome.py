@@ -13,7 +13,7 @@ The main trajectory going idle ends every turn; what it carried decides:
 
 from __future__ import annotations
 
-from agy_host.events import ErrorKind, OutcomeActivity
+from agy_host.contract.events import ErrorKind, OutcomeActivity
 from agy_host_harness import wire
 from agy_host_harness.process import HarnessProcess
 from agy_host_harness.turn import HarnessTurn

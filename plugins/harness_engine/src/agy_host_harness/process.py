@@ -25,7 +25,7 @@ from collections.abc import Mapping
 
 import trio
 
-from agy_host.agent_process import GroupChild, SpawnError, open_in_own_group
+from agy_host.engine.process import GroupChild, SpawnError, open_in_own_group
 from agy_host_harness import __version__
 from agy_host_harness.bootstrap import (
     MAX_OUTPUT,

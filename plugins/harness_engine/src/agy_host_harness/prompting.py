@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE
-from agy_host.engine_turn import TurnFailed
-from agy_host.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt_parts import SYSTEM_END, SYSTEM_PREAMBLE
+from agy_host.engine.turn import TurnFailed
 
 
 def split_system(blocks: list[PromptBlock]) -> tuple[str, list[PromptBlock]]:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import trio
 
-from agy_host.engine_turn import EngineTurn
-from agy_host.events import Activity, NoticeActivity, UsageActivity, UsageCounts
-from agy_host.turns import TurnRequest
+from agy_host.contract.events import Activity, NoticeActivity, UsageActivity, UsageCounts
+from agy_host.engine.driver import TurnRequest
+from agy_host.engine.turn import EngineTurn
 from agy_host_harness import wire
 from agy_host_harness.mapping import StepMapper
 

@@ -7,7 +7,7 @@ reported and ignored, and nothing else is affected.
 
 The model, effort, mode, permissions and timers are core fields (``model``,
 ``effort``, ``mode``, ``skip_permissions``, ``turn.*``) and reach the engine
-through each :class:`~agy_host.turns.TurnRequest`; only what is specific to
+through each :class:`~agy_host.engine.driver.TurnRequest`; only what is specific to
 driving the CLI lives here.
 """
 

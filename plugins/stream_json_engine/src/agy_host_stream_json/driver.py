@@ -11,7 +11,7 @@ next turn.
   time in arrival order. A new turn on a session whose turn is parked aborts
   the parked one first (otherwise it would wait for itself); a turn on
   another session waits until the parked turn ends.
-* **Timers**: the core :class:`~agy_host.timers.TurnTimers` (overall deadline,
+* **Timers**: the core :class:`~agy_host.engine.timers.TurnTimers` (overall deadline,
   inactivity, parks pause both and keep the remaining budget). When one fires
   the process group is killed and the turn fails visibly.
 * **Abort** kills the process group; the outcome is ``aborted`` with the
@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.engine_turn import ParkedTurns, driver_scope
-from agy_host.events import NoticeActivity, OutcomeActivity
-from agy_host.lifecycle import Lifecycle
-from agy_host.model_tiers import resolve_effort
-from agy_host.timers import minutes
-from agy_host.turns import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.contract.events import NoticeActivity, OutcomeActivity
+from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
+from agy_host.engine.lifecycle import Lifecycle
+from agy_host.engine.model_tiers import resolve_effort
+from agy_host.engine.timers import minutes
+from agy_host.engine.turn import ParkedTurns, driver_scope
 from agy_host_stream_json import settle
 from agy_host_stream_json.outcome import INSTALL_HINT, death_failure, is_statement
 from agy_host_stream_json.process import AgyProcess, SpawnError

@@ -14,21 +14,36 @@ from typing import TYPE_CHECKING, ClassVar
 
 import trio
 
-from agy_host.engines import Engine, EngineCapabilities, EngineContext, ModelCatalog, ModelInfo
-from agy_host.events import UsageCounts
+from agy_host.contract.events import UsageCounts
+from agy_host.engine.base import (
+    Engine,
+    EngineCapabilities,
+    EngineContext,
+    ModelCatalog,
+    ModelInfo,
+    PlanOutcome,
+    PlanRequest,
+)
 from agy_host_stream_json import models
 from agy_host_stream_json.config import SECTION, narrow, resolve_bin
 from agy_host_stream_json.hooks import StreamJsonHooks
 from agy_host_stream_json.outcome import INSTALL_HINT
+from agy_host_stream_json.print_plan import print_mode_plan as run_print_mode_plan
 
 if TYPE_CHECKING:
-    from agy_host.diagnostics import DiagnosticReport, DiagnosticSection
-    from agy_host.turns import DriverSnapshot
+    from agy_host.contract.diagnostics import DiagnosticReport, DiagnosticSection
+    from agy_host.engine.driver import DriverSnapshot
     from agy_host_stream_json.driver import StreamJsonDriver
 
 
 class StreamJsonEngine(Engine):
     ENGINE_NAME: ClassVar[str] = "stream-json"
+
+    @staticmethod
+    async def print_mode_plan(request: PlanRequest) -> PlanOutcome | None:
+        """``ask --mode plan``, whatever engine is selected: ``agy -p --mode plan``."""
+        return await run_print_mode_plan(request)
+
     DESCRIPTION: ClassVar[str] = "the agy CLI in stream-json mode: one long-lived agy process, one NDJSON line per turn"
     STORE_SUFFIX: ClassVar[str | None] = ""
 

@@ -11,7 +11,7 @@ from agy_host import hookimpl
 from agy_host_stream_json.config import SECTION
 
 if TYPE_CHECKING:
-    from agy_host.diagnostics import DiagnosticReport
+    from agy_host.contract.diagnostics import DiagnosticReport
     from agy_host_stream_json.engine import StreamJsonEngine
 
 

@@ -20,7 +20,7 @@ One :class:`StepMapper` per turn holds what the mapping needs:
 Tool parameters are agy's (PascalCase keys: ``AbsolutePath``, ``TargetFile``,
 ``CommandLine``); they are passed on as the tool's ``args`` with the paths
 as ``locations``, which is what the diff renderer needs. A ``write_to_file``
-that carries its content becomes a :class:`~agy_host.events.FileDiff` of a
+that carries its content becomes a :class:`~agy_host.contract.events.FileDiff` of a
 new file.
 """
 
@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     FileDiff,
     TextActivity,
@@ -41,7 +41,7 @@ from agy_host.events import (
     ToolErrorActivity,
     ToolStartActivity,
 )
-from agy_host.textguard import CumulativeGuard
+from agy_host.engine.textguard import CumulativeGuard
 from agy_host_stream_json.usage import UsageSum
 from agy_host_stream_json.wire import DeniedAction, Step
 

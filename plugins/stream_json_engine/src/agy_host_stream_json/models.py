@@ -1,7 +1,7 @@
 """The model catalog (``agy models``) and the effort a model gets.
 
 ``agy models`` prints ``modelId<TAB>display name`` rows, with the effort in
-the id (``gemini-3.8-flash-high``); :mod:`agy_host.model_tiers` folds them
+the id (``gemini-3.8-flash-high``); :mod:`agy_host.engine.model_tiers` folds them
 into families with ``efforts`` exactly as the ACP engine does (fixed-thinking
 models never get ``--effort``: agy rejects it for them).
 
@@ -11,7 +11,7 @@ answer the catalog falls back to a short built-in list that doctor marks as
 *fallback*. A cache file that does not parse is moved aside and reported.
 
 The effort of a turn comes from the host's reasoning level
-(:func:`agy_host.model_tiers.resolve_effort`).
+(:func:`agy_host.engine.model_tiers.resolve_effort`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ import msgspec
 import trio
 
 from agy_host import fsutil
-from agy_host.engines import ModelInfo
-from agy_host.model_tiers import SLUG, fold_tiers
+from agy_host.engine.base import ModelInfo
+from agy_host.engine.model_tiers import SLUG, fold_tiers
 
 CACHE_FILE = "agy-models-cache.json"
 

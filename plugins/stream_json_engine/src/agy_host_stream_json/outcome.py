@@ -26,7 +26,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.events import ErrorKind
+from agy_host.contract.events import ErrorKind
 
 SUCCESS = frozenset({"SUCCESS", "OK"})
 AUTH_HINT = "Run `agy` once in a terminal to sign in, then retry."

@@ -1,7 +1,7 @@
 """One ``agy`` child: core's process-group child, stdout parsed line by line.
 
 * Process group, group kill, the stderr tail and exit watching are core's
-  (:class:`agy_host.agent_process.GroupChild`, shared with the ACP engine):
+  (:class:`agy_host.engine.process.GroupChild`, shared with the ACP engine):
   a kill reaches everything agy started (it runs tools as children; a
   wrapper script may sit in front of it).
 * stdout is read by one task that splits lines (:class:`~.wire.LineBuffer`),
@@ -23,7 +23,7 @@ from typing import Protocol
 
 import trio
 
-from agy_host.agent_process import STDERR_TAIL_CHARS, GroupChild, SpawnError, open_in_own_group
+from agy_host.engine.process import STDERR_TAIL_CHARS, GroupChild, SpawnError, open_in_own_group
 from agy_host_stream_json.profile import Profile
 from agy_host_stream_json.wire import Event, LineBuffer, Unknown, parse
 

@@ -8,8 +8,8 @@ than dropped.
 
 from __future__ import annotations
 
-from agy_host.engine_turn import TurnFailed
-from agy_host.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host.engine.turn import TurnFailed
 
 
 def prompt_to_text(blocks: list[PromptBlock]) -> str:

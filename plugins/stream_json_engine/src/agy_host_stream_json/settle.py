@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import msgspec
 
-from agy_host.engine_turn import failed_outcome
-from agy_host.events import (
+from agy_host.contract.events import (
     ErrorKind,
     NoticeActivity,
     OutcomeActivity,
@@ -28,6 +27,7 @@ from agy_host.events import (
     UsageActivity,
     UsageCounts,
 )
+from agy_host.engine.turn import failed_outcome
 from agy_host_stream_json.mapping import error_text
 from agy_host_stream_json.outcome import is_success, result_failure
 from agy_host_stream_json.turn import Turn

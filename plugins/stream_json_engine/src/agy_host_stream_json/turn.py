@@ -4,7 +4,7 @@ what agy said about it on stdout and stderr.
 The driver routes every line of the running agy process to the turn that is
 current (:meth:`Turn.on_event`); the turn settles its wire side (``wire_done``)
 on a ``result`` line or when agy's output ends, and the driver decides the
-outcome from there. Parks (G9) pause the timers with the remaining budget,
+outcome from there. Parks pause the timers with the remaining budget,
 exactly as the core contract says; agy itself waits on the bridge's HTTP
 answer meanwhile and sends nothing.
 """
@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from agy_host.engine_turn import EngineTurn
-from agy_host.events import NoticeActivity
-from agy_host.turns import TurnRequest
+from agy_host.contract.events import NoticeActivity
+from agy_host.engine.driver import TurnRequest
+from agy_host.engine.turn import EngineTurn
 from agy_host_stream_json.mapping import StepMapper
 from agy_host_stream_json.outcome import PRINT_TIMEOUT_LINE, is_statement
 from agy_host_stream_json.wire import Event, InitEvent, Result, ResultEvent, StepEvent, Unknown

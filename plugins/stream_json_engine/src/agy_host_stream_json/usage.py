@@ -1,4 +1,4 @@
-"""Token usage: agy's counters mapped to :class:`~agy_host.events.UsageCounts`,
+"""Token usage: agy's counters mapped to :class:`~agy_host.contract.events.UsageCounts`,
 and the per-turn delta.
 
 agy's ``result.usage`` is not the turn's usage: it is the sum of every step's
@@ -20,7 +20,7 @@ not include ``cache_read_tokens``; ``input + output == total`` in every run.
 
 from __future__ import annotations
 
-from agy_host.events import UsageCounts
+from agy_host.contract.events import UsageCounts
 from agy_host_stream_json.wire import Usage
 
 _FIELDS = (

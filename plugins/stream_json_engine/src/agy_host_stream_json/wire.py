@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.agent_process import MAX_LINE_BYTES, LineSplitter
+from agy_host.engine.process import MAX_LINE_BYTES, LineSplitter
 
 
 class Usage(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -246,7 +246,7 @@ class LineBuffer:
     """Bytes in, complete non-empty lines out (a trailing ``\r`` removed).
     Pipe reads are not aligned to lines, so the tail is kept until its
     newline arrives; the framing is core's linear
-    :class:`agy_host.agent_process.LineSplitter`. A line longer than
+    :class:`agy_host.engine.process.LineSplitter`. A line longer than
     ``max_line`` is counted in :attr:`overflows` when detected and skipped
     up to its newline (the reader reports each)."""
 

@@ -11,7 +11,15 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from agy_host import hookimpl
-from agy_host.events import HostEvent, ToolCard, ToolUseRequested, TurnEnded, TurnStarted, UsageCounts, UsageReport
+from agy_host.contract.events import (
+    HostEvent,
+    ToolCard,
+    ToolUseRequested,
+    TurnEnded,
+    TurnStarted,
+    UsageCounts,
+    UsageReport,
+)
 from agy_host_usage_ledger import ledger
 
 if TYPE_CHECKING:
@@ -19,8 +27,8 @@ if TYPE_CHECKING:
 
     import typer
 
-    from agy_host.diagnostics import DiagnosticReport
-    from agy_host.tools import HostTool, ToolResult
+    from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.tools import HostTool, ToolResult
 
 
 # ---------------------------------------------------------------------------
@@ -202,7 +210,7 @@ async def usage_summary(args: dict[str, Any]) -> ToolResult:
     """The totals of the ledger (optionally one session's, or the last N turns)."""
     import trio
 
-    from agy_host.tools import ToolResult
+    from agy_host.contract.tools import ToolResult
 
     session = args.get("session")
     last = args.get("last")
@@ -220,7 +228,7 @@ async def usage_summary(args: dict[str, Any]) -> ToolResult:
 
 @hookimpl
 def agy_host_register_tools(register: Callable[[HostTool], None]) -> None:
-    from agy_host.tools import HostTool
+    from agy_host.contract.tools import HostTool
 
     register(
         HostTool(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import msgspec
 
-from agy_host.events import UsageCounts
+from agy_host.contract.events import UsageCounts
 
 LEDGER_VERSION = 1
 LEDGER_NAME = "usage-ledger.jsonl"

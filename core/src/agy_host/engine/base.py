@@ -24,10 +24,10 @@ from agy_host import entry_points
 
 if TYPE_CHECKING:
     from agy_host.config import Config
-    from agy_host.diagnostics import DiagnosticReport
-    from agy_host.permissions import PermissionDecision, PermissionRequest
-    from agy_host.tools import HostTool
-    from agy_host.turns import TurnDriver
+    from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+    from agy_host.contract.tools import HostTool
+    from agy_host.engine.driver import TurnDriver
 
 ENGINE_GROUP = "agy_host.engines"
 
@@ -122,6 +122,32 @@ class EngineContext:
         self.permission_policy = permission_policy
 
 
+class PlanRequest(msgspec.Struct, kw_only=True, frozen=True):
+    """A one-shot, review-only plan in an agent's print mode (``ask --mode plan``)."""
+
+    prompt: str
+    cwd: str
+    env: Mapping[str, str]
+    model: str | None = None
+    effort: str | None = None
+    #: The conversation to continue, if the session has one.
+    conversation_id: str | None = None
+    #: The agent's own deadline in minutes; 0 disables it.
+    timeout_min: float = 10.0
+    skip_permissions: bool = False
+
+
+class PlanOutcome(msgspec.Struct, kw_only=True, omit_defaults=True):
+    #: ``ok``, ``aborted``, ``timeout``, ``error``, or ``usage`` (a bad option).
+    status: str
+    text: str = ""
+    conversation_id: str | None = None
+    exit_code: int | None = None
+    error: str = ""
+    stderr: str = ""
+    usage: dict[str, Any] | None = None
+
+
 class Engine(abc.ABC):
     """Base class of engine plugins.
 
@@ -153,6 +179,15 @@ class Engine(abc.ABC):
     @property
     def capabilities(self) -> EngineCapabilities:
         return EngineCapabilities()
+
+    @staticmethod
+    async def print_mode_plan(request: PlanRequest) -> PlanOutcome | None:
+        """A one-shot, review-only plan in the agent's print mode, for ``ask
+        --mode plan`` whatever engine is selected (the ACP server has no plan
+        mode); ``None`` when this engine has none. Only the stream-json
+        engine offers one (``agy -p --mode plan``). Called on the class: no
+        engine is built for it."""
+        return None
 
     def store_key(self, session: str) -> str:
         """The session store key of a host session on this engine."""
@@ -214,6 +249,12 @@ def load_engine_class(name: str, extra: Mapping[str, EngineFactory] | None = Non
     if name in names:
         from stevedore import driver  # deferred: only when an engine is actually loaded
 
+        # stevedore keeps each namespace's entry points in a class-level cache
+        # for the life of the process; core's own scan (above) follows
+        # ``sys.path``, so a process that loads engines twice (``ask --mode
+        # plan`` then a turn, a program, a test adding a site directory) must
+        # not be answered from a stale list.
+        driver.DriverManager.ENTRY_POINT_CACHE.pop(ENGINE_GROUP, None)
         try:
             mgr = driver.DriverManager(
                 namespace=ENGINE_GROUP,
@@ -243,6 +284,8 @@ def _reraise(_manager: Any, entrypoint: Any, exc: BaseException) -> None:
 
 __all__ = [
     "ENGINE_GROUP",
+    "PlanOutcome",
+    "PlanRequest",
     "Engine",
     "EngineCapabilities",
     "EngineContext",

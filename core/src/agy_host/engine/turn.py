@@ -2,17 +2,17 @@
 parked-turn bookkeeping, one typed failure and the failed outcome.
 
 Every engine runs a turn the same way around its own wire: a
-:class:`~agy_host.timers.TurnTimers` and a :class:`~agy_host.turns.TurnHandle`
+:class:`~agy_host.engine.timers.TurnTimers` and a :class:`~agy_host.engine.driver.TurnHandle`
 wired together (a park pauses the clocks, a hold stops inactivity), a cancel
 scope the abort cancels, and on the driver a list of parked turns for
-:meth:`~agy_host.turns.TurnDriver.reentry` and
-:meth:`~agy_host.turns.TurnDriver.kick_idle`. Subclass :class:`EngineTurn`
+:meth:`~agy_host.engine.driver.TurnDriver.reentry` and
+:meth:`~agy_host.engine.driver.TurnDriver.kick_idle`. Subclass :class:`EngineTurn`
 for the wire-specific state; keep a :class:`ParkedTurns` on the driver.
 
 :func:`driver_scope` gives a driver its nursery and its shielded close.
 
 A turn that cannot go on raises :class:`TurnFailed` with an
-:data:`~agy_host.events.ErrorKind`; :func:`failed_outcome` turns that into
+:data:`~agy_host.contract.events.ErrorKind`; :func:`failed_outcome` turns that into
 the outcome the host shows (``aborted`` instead, when the user asked to
 abort: an abort is never reported as the error it caused).
 """
@@ -25,11 +25,11 @@ from typing import Protocol, TypeVar
 
 import trio
 
-from agy_host.concurrency import unwrap_single
-from agy_host.events import ErrorKind, OutcomeActivity
-from agy_host.lifecycle import Lifecycle
-from agy_host.timers import TurnTimers
-from agy_host.turns import TurnHandle, TurnRequest
+from agy_host.contract.events import ErrorKind, OutcomeActivity
+from agy_host.engine.concurrency import unwrap_single
+from agy_host.engine.driver import TurnHandle, TurnRequest
+from agy_host.engine.lifecycle import Lifecycle
+from agy_host.engine.timers import TurnTimers
 
 
 class TurnFailed(Exception):

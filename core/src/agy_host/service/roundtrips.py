@@ -1,8 +1,8 @@
-"""G9 tool round-trips: an agent's host tool call parks its turn until the host answers.
+"""Tool round-trips: an agent's host tool call parks its turn until the host answers.
 
 The bridge (a plugin serving MCP over loopback HTTP) receives ``tools/call``
 and awaits :meth:`RoundTrips.call`. That call parks the active turn
-(:meth:`~agy_host.turns.TurnHandle.push_external`: inactivity suspended, the
+(:meth:`~agy_host.engine.driver.TurnHandle.push_external`: inactivity suspended, the
 deadline paused with its remaining budget), so the turn layer stops with a
 ``tool_use`` carrying the real tool name and arguments. The host runs the tool
 and hands the result to :meth:`RoundTrips.deliver_tool_result`, which answers
@@ -41,15 +41,15 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import msgspec
 import trio
 
-from agy_host import roundtrip_text as texts
-from agy_host.events import BridgeCallActivity, HostEvent, Notice
-from agy_host.lifecycle import Lifecycle
-from agy_host.roundtrip_host import DelegationGuard, ServiceContext, add_delegation_guard, delegated_agent
-from agy_host.tools import ToolResult
+from agy_host.contract.events import BridgeCallActivity, HostEvent, Notice
+from agy_host.contract.tools import ToolResult
+from agy_host.engine.lifecycle import Lifecycle
+from agy_host.service import roundtrip_text as texts
+from agy_host.service.delegation import DelegationGuard, ServiceContext, add_delegation_guard, delegated_agent
 
 if TYPE_CHECKING:
     from agy_host.config import BridgeConfig
-    from agy_host.turns import TurnHandle
+    from agy_host.engine.driver import TurnHandle
 
 NO_ACTIVE_TURN = "no active agent turn: host tools can only be called while an agent turn is running"
 TURN_SETTLED = "the agent turn already ended"
@@ -141,7 +141,7 @@ class RoundTrips:
     Build it with :func:`open_roundtrips`; the turn layer attaches itself
     (:meth:`attach`), the bridge calls :meth:`call` and :meth:`poll`, the
     host's tool loop calls :meth:`deliver_tool_result` (it is a
-    :class:`~agy_host.turn_layer.ToolResultSink`).
+    :class:`~agy_host.runtime.turn_layer.ToolResultSink`).
     """
 
     def __init__(self, settings: RoundTripSettings, nursery: trio.Nursery) -> None:

@@ -1,6 +1,6 @@
 """What a pass of a turn hands back, and who takes host tool results.
 
-Split from :mod:`agy_host.turn_layer` (and re-exported there) so that the
+Split from :mod:`agy_host.runtime.turn_layer` (and re-exported there) so that the
 contract callers script against (:class:`TurnResult`, the exit codes, the
 :class:`ToolResultSink` protocol) reads on its own.
 """
@@ -11,9 +11,9 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from agy_host.events import ErrorKind, StopReason, ToolUseRequested, UsageCounts
+from agy_host.contract.events import ErrorKind, StopReason, ToolUseRequested, UsageCounts
+from agy_host.contract.tools import ToolResult
 from agy_host.exit_codes import ExitCode
-from agy_host.tools import ToolResult
 
 
 @runtime_checkable

@@ -8,7 +8,7 @@ A driver owns one agent (a process, a connection) and runs turns on it:
   are serialized by the driver: a second ``run`` waits for the first turn to
   settle.
 * A host tool call parks the turn (:meth:`TurnHandle.push_external` with a
-  :class:`~agy_host.events.BridgeCallActivity`). The turn layer stops reading,
+  :class:`~agy_host.contract.events.BridgeCallActivity`). The turn layer stops reading,
   the host runs the tool, and :meth:`TurnDriver.reentry` hands back the *same*
   handle; :meth:`TurnDriver.kick_idle` unparks the timers. A parked turn never
   holds up anything but its own session.
@@ -36,18 +36,18 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 import msgspec
 import trio
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     BridgeCallActivity,
     OutcomeActivity,
     TextActivity,
     ThoughtActivity,
 )
-from agy_host.lifecycle import LifecycleEntry
-from agy_host.prompt import PromptBlock
+from agy_host.contract.prompt import PromptBlock
+from agy_host.engine.lifecycle import LifecycleEntry
 
 if TYPE_CHECKING:
-    from agy_host.timers import TurnTimers
+    from agy_host.engine.timers import TurnTimers
 
 _turn_ids = itertools.count(1)
 
@@ -84,7 +84,7 @@ class DriverSnapshot(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class TurnHandle:
-    """The stream of :class:`~agy_host.events.Activity` of one running turn.
+    """The stream of :class:`~agy_host.contract.events.Activity` of one running turn.
 
     Producer side (the engine): :meth:`emit`, :meth:`finish`.
     Consumer side (the turn layer): ``async for activity in handle`` or

@@ -1,7 +1,7 @@
 """What the agent reads about host tool round-trips: the early acknowledgement
 of a slow call, the answers of the poll tool, and the late-delivery prompt.
 
-Kept apart from :mod:`agy_host.roundtrip` (the state machine) because these
+Kept apart from :mod:`agy_host.service.roundtrips` (the state machine) because these
 are wording the agent acts on: each text says plainly what happened and what
 to do next, and names the call id so the agent can poll for it.
 """
@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agy_host.prompt import ImageBlock
-from agy_host.tools import ToolResult
+from agy_host.contract.prompt import ImageBlock
+from agy_host.contract.tools import ToolResult
 
 if TYPE_CHECKING:
-    from agy_host.roundtrip import LateResult
+    from agy_host.service.roundtrips import LateResult
 
 #: The bridge tool an agent calls to fetch the result of an escalated call.
 POLL_TOOL = "bridge_poll_result"

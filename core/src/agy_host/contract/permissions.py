@@ -18,7 +18,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from agy_host.events import FileDiff, PermissionOption
+from agy_host.contract.events import FileDiff, PermissionOption
 
 
 class PermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):

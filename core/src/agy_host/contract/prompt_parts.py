@@ -1,11 +1,20 @@
 """Prompt assembly inputs: the context a prompt-parts hook sees, and the
-fragments it returns."""
+fragments it returns; and the markers around the host's system block, which
+an engine that carries the system prompt out of band (the harness) looks for
+to move the block out of the first message."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
+
+SYSTEM_PREAMBLE = (
+    "[System prompt from agy-host, the program that runs this conversation: the instructions "
+    "below (the host's system prompt and the project's AGENTS.md notes) apply to the whole "
+    "conversation. They are sent once, with its first message.]"
+)
+SYSTEM_END = "[END SYSTEM PROMPT]"
 
 
 class PromptContext(msgspec.Struct, kw_only=True):
@@ -15,6 +24,9 @@ class PromptContext(msgspec.Struct, kw_only=True):
     #: True when no agent conversation is bound yet (system parts are sent).
     new_conversation: bool
     user_text: str
+    #: The effective :class:`~agy_host.config.Config` of the host running
+    #: the turn (``None`` only when a test builds a context by hand).
+    config: Any = None
 
 
 class PromptPart(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -28,4 +40,4 @@ class PromptPart(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str = ""
 
 
-__all__ = ["PromptContext", "PromptPart"]
+__all__ = ["SYSTEM_END", "SYSTEM_PREAMBLE", "PromptContext", "PromptPart"]

@@ -3,7 +3,7 @@
 The session store (``$XDG_STATE_HOME/agy-host/sessions.json``) remembers which
 agent conversation a host session is bound to, so ``agy-host run --session
 NAME`` resumes it after a restart. Keys are scoped per engine by
-:meth:`agy_host.engines.Engine.store_key` (``NAME`` for stream-json,
+:meth:`agy_host.engine.base.Engine.store_key` (``NAME`` for stream-json,
 ``NAME@acp`` for ACP): engines never touch each other's keys, so switching
 engine and back keeps both bindings.
 
@@ -56,7 +56,7 @@ class SessionBinding(msgspec.Struct, kw_only=True, omit_defaults=True):
     cwd: str = ""
     #: ISO 8601 UTC time of the last turn that touched the binding.
     updated_at: str = ""
-    #: G1 digest watermark: host messages the agent has already seen.
+    #: context digest watermark: host messages the agent has already seen.
     last_message_count: int = 0
 
 
@@ -260,7 +260,7 @@ class StateFile:
     """A small JSON object on disk that is read, changed and written back
     atomically under a lock, for facts an engine keeps between runs.
 
-    Engines keep their files under :attr:`agy_host.engines.EngineContext.state_dir`.
+    Engines keep their files under :attr:`agy_host.engine.base.EngineContext.state_dir`.
     The ACP engine, for example, remembers per agent whether ``session/cancel``
     is supported, so a later run does not probe again::
 

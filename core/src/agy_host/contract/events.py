@@ -21,7 +21,7 @@ from typing import Any, Literal
 import msgspec
 
 #: Why a turn ended, as the host reports it to renderers and scripts.
-#: ``tool_use`` means the turn is parked on a host tool call (G9) and will be
+#: ``tool_use`` means the turn is parked on a host tool call and will be
 #: re-entered with the tool's result.
 StopReason = Literal["stop", "tool_use", "error", "aborted"]
 
@@ -170,7 +170,7 @@ class PermissionActivity(_Event, tag="permission", kw_only=True):
 
 
 class BridgeCallActivity(_Event, tag="bridge_call", kw_only=True):
-    """The agent called a host tool through the bridge: the turn parks (G9)."""
+    """The agent called a host tool through the bridge: the turn parks."""
 
     call_id: str
     name: str

@@ -1,7 +1,7 @@
 """The engine-agnostic turn layer: one host turn from prompt to ``TurnEnded``.
 
 It sits between whoever asks for a turn (the CLI, a script) and the selected
-engine's :class:`~agy_host.turns.TurnDriver`:
+engine's :class:`~agy_host.engine.driver.TurnDriver`:
 
 * finds the session's agent conversation in the store (per-engine key);
 * assembles the prompt from the ``agy_host_prompt_parts`` hook (system parts
@@ -14,10 +14,10 @@ engine's :class:`~agy_host.turns.TurnDriver`:
   failed and aborted turns, so Ctrl-C never loses a session;
 * turns the outcome into an exit code.
 
-A host tool call (G9) ends :meth:`TurnLayer.run_turn` with stop reason
+A host tool call ends :meth:`TurnLayer.run_turn` with stop reason
 ``tool_use`` *without* closing the agent's turn; after the host ran the tool
 and delivered its result, :meth:`TurnLayer.continue_turn` re-enters the same
-agent turn and goes on reading. With a :class:`~agy_host.roundtrip.RoundTrips`
+agent turn and goes on reading. With a :class:`~agy_host.service.roundtrips.RoundTrips`
 (the bridge's calls) the layer is the round-trips' :class:`ParkTarget`: they
 park and unpark the turn they find here, and results whose park died come
 back as a late-delivery prompt at the start of the next fresh turn.
@@ -26,13 +26,14 @@ back as a late-delivery prompt at the start of the next fresh turn.
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
 import trio
 
 from agy_host import config as config_mod
-from agy_host.events import (
+from agy_host.contract.events import (
     BridgeCallActivity,
     ErrorKind,
     HostEvent,
@@ -44,21 +45,22 @@ from agy_host.events import (
     TurnEnded,
     TurnStarted,
 )
+from agy_host.contract.prompt import PromptBlock, prompt_text
+from agy_host.contract.prompt_parts import PromptContext
+from agy_host.contract.run_context import TurnContext
+from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.contract.turn_result import ToolResultSink, TurnLayerError, TurnResult, exit_code_for
+from agy_host.engine.driver import TurnDriver, TurnHandle, TurnRequest
 from agy_host.exit_codes import ExitCode
-from agy_host.prompt import PromptBlock, prompt_text
-from agy_host.prompt_parts import PromptContext
-from agy_host.store import SessionBinding, SessionStore, utc_now
-from agy_host.tools import HostTool, ToolResult
-from agy_host.turn_events import TurnState, map_activity
-from agy_host.turn_prompt import PROMPT_SEPARATOR, assemble_prompt, with_late_results
-from agy_host.turn_result import ToolResultSink, TurnLayerError, TurnResult, exit_code_for
-from agy_host.turns import TurnDriver, TurnHandle, TurnRequest
+from agy_host.runtime.store import SessionBinding, SessionStore, utc_now
+from agy_host.runtime.turn_events import TurnState, map_activity
+from agy_host.runtime.turn_prompt import PROMPT_SEPARATOR, assemble_prompt, with_late_results
 
 if TYPE_CHECKING:
     from agy_host.config import Config
-    from agy_host.engines import Engine
+    from agy_host.engine.base import Engine
     from agy_host.plugins import Plugins
-    from agy_host.roundtrip import RoundTrips
+    from agy_host.service.roundtrips import RoundTrips
 
 NO_TURN_RUNNING = "tool result arrived but no turn is running"
 
@@ -97,6 +99,8 @@ class TurnLayer:
         sink: EventSink | None = None,
         warn: Callable[[str], None] | None = None,
         roundtrips: RoundTrips | None = None,
+        env: Mapping[str, str] | None = None,
+        diffs_wanted: Callable[[], bool] | None = None,
     ) -> None:
         self.engine = engine
         self.driver = driver
@@ -109,6 +113,8 @@ class TurnLayer:
         self._abort_reason: str | None = None
         self._failed_hooks: set[str] = set()
         self.roundtrips = roundtrips
+        self.env: Mapping[str, str] = env if env is not None else os.environ
+        self._diffs_wanted = diffs_wanted or (lambda: False)
         if roundtrips is not None:
             roundtrips.attach(self)
 
@@ -347,12 +353,29 @@ class TurnLayer:
         self, session: str, prompt: list[PromptBlock], *, cwd: str, binding: SessionBinding | None, late: bool = False
     ) -> list[PromptBlock]:
         new = binding is None
+        text = prompt_text(prompt)
+
+        def start_failed(plugin: str, exc: BaseException) -> None:
+            self._warn(f"plugin {plugin!r} failed in agy_host_turn_started ({type(exc).__name__}: {exc})")
+
+        started = TurnContext(
+            session=session,
+            engine=self.engine.ENGINE_NAME,
+            cwd=cwd,
+            user_text=text,
+            new_conversation=new,
+            config=self.config,
+            env=self.env,
+            diffs_wanted=self._diffs_wanted(),
+        )
+        self.plugins.turn_started(started, on_error=start_failed)
         ctx = PromptContext(
             session=session,
             engine=self.engine.ENGINE_NAME,
             cwd=cwd,
             new_conversation=new,
-            user_text=prompt_text(prompt),
+            user_text=text,
+            config=self.config,
         )
 
         def failed(plugin: str, exc: BaseException) -> None:

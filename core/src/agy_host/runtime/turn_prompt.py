@@ -1,8 +1,8 @@
 """Prompt assembly of a turn: the blocks the turn layer sends.
 
-Split from :mod:`agy_host.turn_layer` (which sequences turns and parks) so
+Split from :mod:`agy_host.runtime.turn_layer` (which sequences turns and parks) so
 the rules that keep the agent's prompt cache warm are in one small place:
-the system block first and byte-identical (G10), host context as a resource
+the system block first and byte-identical, host context as a resource
 where the engine takes one, the user's text, then the user's other blocks.
 A fresh turn that carries late tool results puts them before the user's text.
 """
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from agy_host.prompt import PromptBlock, ResourceBlock, TextBlock, prompt_text
-from agy_host.prompt_parts import PromptPart
-from agy_host.roundtrip_text import late_result_images, late_result_prompt
+from agy_host.contract.prompt import PromptBlock, ResourceBlock, TextBlock, prompt_text
+from agy_host.contract.prompt_parts import PromptPart
+from agy_host.service.roundtrip_text import late_result_images, late_result_prompt
 
 if TYPE_CHECKING:
-    from agy_host.roundtrip import LateResult
+    from agy_host.service.roundtrips import LateResult
 
 #: Between the system block, the host context and the user's part of a prompt.
 PROMPT_SEPARATOR = "\n\n---\n\n"
@@ -36,7 +36,7 @@ def assemble_prompt(
     user's text, then the user's non-text blocks in their order.
 
     The system block comes first and is never touched, so it stays
-    byte-identical for the life of the agent conversation (G10).
+    byte-identical for the life of the agent conversation.
     """
     system = [p.text for p in parts if p.where == "system" and p.text] if new_conversation else []
     context = [p for p in parts if p.where == "context" and p.text]

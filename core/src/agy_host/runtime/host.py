@@ -5,7 +5,7 @@ A :class:`Host` holds the effective config (warnings go to stderr as
 which engine is selected and *why*, so ``agy-host engine`` can explain it.
 Nothing here imports trio or an engine at module level: ``config`` and
 ``plugins`` commands build a Host too. Loading the engine imports exactly that engine, builds its
-:class:`~agy_host.engines.EngineContext` and registers its optional ``hooks``.
+:class:`~agy_host.engine.base.EngineContext` and registers its optional ``hooks``.
 
 The permission decider handed to engines keeps the one promise the agent
 depends on: a permission request is always answered. The configured policy is
@@ -17,7 +17,7 @@ Policies and services may take part in the command through optional
 methods the host calls when present: a policy's ``configure(config, env)``
 once it is selected (and ``check_ready()``, a reason the command must not
 start), a service's ``bind_host(ctx)`` with the command's
-:class:`~agy_host.roundtrip.ServiceContext` before it starts.
+:class:`~agy_host.service.roundtrips.ServiceContext` before it starts.
 """
 
 from __future__ import annotations
@@ -31,17 +31,17 @@ from typing import TYPE_CHECKING, Literal, cast
 import msgspec
 
 from agy_host import config as config_mod
-from agy_host.engines import EngineError, installed_engines, load_engine_class
+from agy_host.engine.base import EngineError, installed_engines, load_engine_class
 from agy_host.plugins import Plugins
 
 if TYPE_CHECKING:
     import trio
 
-    from agy_host.engines import Engine, EngineContext, EngineFactory
-    from agy_host.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
-    from agy_host.roundtrip import ServiceContext
-    from agy_host.services import Service
-    from agy_host.store import SessionStore
+    from agy_host.contract.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
+    from agy_host.engine.base import Engine, EngineContext, EngineFactory
+    from agy_host.runtime.store import SessionStore
+    from agy_host.service.base import Service
+    from agy_host.service.roundtrips import ServiceContext
 
 #: Chosen when nothing else decides and it is installed (the spec's default).
 DEFAULT_ENGINE = "stream-json"
@@ -110,6 +110,9 @@ class Host:
         self._policy: PermissionPolicy | None = None
         #: Services handed out by ``agy_host_services`` for this command.
         self.services: list[Service] = []
+        from agy_host.contract.run_context import RunContext
+
+        self.plugins.configure(RunContext(config=self.config, env=self.env, state_dir=self.state_dir))
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -193,7 +196,7 @@ class Host:
         return engine
 
     def engine_context(self, engine_name: str) -> EngineContext:
-        from agy_host.engines import EngineContext
+        from agy_host.engine.base import EngineContext
 
         return EngineContext(
             config=self.config,
@@ -212,7 +215,7 @@ class Host:
     @property
     def store(self) -> SessionStore:
         if self._store is None:
-            from agy_host.store import SessionStore
+            from agy_host.runtime.store import SessionStore
 
             self._store = SessionStore.in_state_dir(self.state_dir, warn=self.warn)
         return self._store
@@ -271,8 +274,8 @@ class Host:
         cancellation of the caller) and never waits past the configured bound."""
         import trio
 
-        from agy_host.permissions import PermissionDecision
-        from agy_host.timers import minutes
+        from agy_host.contract.permissions import PermissionDecision
+        from agy_host.engine.timers import minutes
 
         policy = self.permission_policy()
         name = getattr(policy, "name", type(policy).__name__)

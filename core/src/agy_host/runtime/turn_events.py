@@ -1,6 +1,6 @@
 """Per-turn state and the Activity -> HostEvent mapping of the turn layer.
 
-Kept apart from :mod:`agy_host.turn_layer` (which sequences turns, parks and
+Kept apart from :mod:`agy_host.runtime.turn_layer` (which sequences turns, parks and
 bindings) because this is the part renderers depend on: a tool call sent
 twice stays one card updated in place, its duration runs from its first
 start, permission answers are counted for exit code 5, usage is kept for
@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from agy_host.events import (
+from agy_host.contract.events import (
     Activity,
     FileDiff,
     HostEvent,
@@ -35,8 +35,8 @@ from agy_host.events import (
     UsageCounts,
     UsageReport,
 )
-from agy_host.store import SessionBinding
-from agy_host.turns import TurnHandle
+from agy_host.engine.driver import TurnHandle
+from agy_host.runtime.store import SessionBinding
 
 Emit = Callable[[HostEvent], None]
 

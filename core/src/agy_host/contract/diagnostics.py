@@ -1,7 +1,7 @@
 """The doctor report: sections of labelled rows that plugins fill.
 
 ``agy-host doctor`` builds one :class:`DiagnosticReport`, lets the selected
-engine probe its agent (:meth:`agy_host.engines.Engine.diagnose`), then calls the
+engine probe its agent (:meth:`agy_host.engine.base.Engine.diagnose`), then calls the
 ``agy_host_diagnostics`` hook so every plugin can add its own section. Doctor
 spends no tokens.
 """

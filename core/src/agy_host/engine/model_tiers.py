@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from agy_host.engines import ModelInfo
+from agy_host.engine.base import ModelInfo
 
 TIERS = ("low", "medium", "high")
 SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._]*-[A-Za-z0-9._-]*$")

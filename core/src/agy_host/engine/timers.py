@@ -2,7 +2,7 @@
 
 A turn fails visibly when it runs past its overall deadline (default 10 min)
 or when the agent says nothing for the inactivity budget (default 5 min). A
-turn *parked* on a host tool call (G9) must not be killed by either: the human
+turn *parked* on a host tool call must not be killed by either: the human
 may take minutes to answer. Pausing therefore
 
 * stops the inactivity clock, and

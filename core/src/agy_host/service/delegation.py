@@ -1,7 +1,7 @@
 """What the host hands the services of a command that runs turns, and the
 guards a one-shot delegated agent runs under.
 
-Split from :mod:`agy_host.roundtrip` (the round-trip state machine) and
+Split from :mod:`agy_host.service.roundtrips` (the round-trip state machine) and
 re-exported there: these are the seams between the command, its services
 (the bridge) and engines that delegate to a second agent.
 """
@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from agy_host.config import Config
-    from agy_host.roundtrip import RoundTrips
-    from agy_host.tools import HostTool
+    from agy_host.contract.tools import HostTool
+    from agy_host.service.roundtrips import RoundTrips
 
 
 # ---------------------------------------------------------------------------

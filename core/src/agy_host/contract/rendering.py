@@ -1,0 +1,60 @@
+"""Renderer protocol: how HostEvents reach a terminal, a file or a script.
+
+A renderer is created per command invocation by a factory registered with
+``agy_host_register_renderers`` under a format name (``text``, ``json``,
+``quiet``, ...). It receives every :data:`~agy_host.contract.events.HostEvent` in order
+on the host's trio loop, so ``handle`` must be quick and must not block;
+renderers ignore event types they do not know.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import IO, Protocol, runtime_checkable
+
+import msgspec
+
+from agy_host.contract.events import HostEvent, ToolCard
+
+
+class DiffSource:
+    """How a renderer draws the diff of an edit card: a plugin renders it
+    through ``agy_host_render_diff`` against the agent's working directory.
+
+    A renderer that will draw diffs calls :meth:`want` when it is built:
+    taking a diff's "before" side costs work at every turn start (the diff
+    plugin's ``git status`` or directory snapshot), so it is done only when
+    somebody will draw one."""
+
+    def __init__(self, render: Callable[[ToolCard, str], str | None], cwd: str) -> None:
+        self._render = render
+        self.cwd = cwd
+        self.wanted = False
+
+    def want(self) -> None:
+        self.wanted = True
+
+    def render(self, card: ToolCard) -> str | None:
+        """The diff text for ``card``, or ``None`` when no plugin renders diffs."""
+        return self._render(card, self.cwd)
+
+
+class RenderOptions(msgspec.Struct, kw_only=True):
+    stream: IO[str]
+    color: bool = False
+    verbose: bool = False
+    #: ``None`` (a renderer used on its own, a test): no diffs, edit cards
+    #: show their ``[edit: PATH]`` label.
+    diffs: DiffSource | None = None
+
+
+@runtime_checkable
+class Renderer(Protocol):
+    def handle(self, event: HostEvent) -> None: ...
+
+    def close(self) -> None: ...
+
+
+RendererFactory = Callable[[RenderOptions], Renderer]
+
+__all__ = ["DiffSource", "RenderOptions", "Renderer", "RendererFactory"]

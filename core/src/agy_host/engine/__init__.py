@@ -1,0 +1,9 @@
+"""The engine SDK: what an engine author builds an engine from.
+
+``base`` (the :class:`Engine` protocol, its context, discovery by entry
+point), ``driver`` (the :class:`TurnDriver` an engine hands the host),
+``turn`` (one engine turn, parked turns, the one failure type, the failed
+outcome), ``timers``, ``process`` (the agent child in its own process group,
+line framing), ``textguard``, ``lifecycle``, ``model_tiers`` and
+``concurrency``. Engines share this code instead of copying it.
+"""
