@@ -14,17 +14,17 @@ says so when it is the selected engine.
 
 from __future__ import annotations
 
-import secrets
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 import typer
 
+from agy_host.cli import turn_options as opt
 from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode, epilog
+from agy_host.cli.turn_options import TurnOptions
 
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
@@ -67,29 +67,8 @@ class AskReport(msgspec.Struct, kw_only=True):
     resume: str | None = None
 
 
-class AskOptions(msgspec.Struct, kw_only=True):
+class AskOptions(TurnOptions, kw_only=True):
     prompt: str
-    session: str
-    generated_session: bool = False
-    resume: bool = False
-    engine: str | None = None
-    agent: str | None = None
-    model: str | None = None
-    effort: str | None = None
-    mode: str | None = None
-    cwd: str
-    fmt: str = "text"
-    timeout_min: float | None = None
-    permissions: str | None = None
-    skip_permissions: bool | None = None
-    system_prompt: str | None = None
-    digest: bool | None = None
-    files: list[str] = msgspec.field(default_factory=list)
-    images: list[str] = msgspec.field(default_factory=list)
-
-
-def generate_ask_name() -> str:
-    return f"ask-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
 def status_of(result: TurnResult | None) -> AskStatus:
@@ -126,82 +105,34 @@ def register(app: typer.Typer, state: CliState) -> None:
     @app.command("ask", help=ASK_HELP, epilog=epilog())
     def ask(  # noqa: PLR0917 - typer maps each parameter to a CLI option
         prompt: Annotated[list[str], typer.Argument(help="The question or task.", metavar="PROMPT...")],
-        session: Annotated[
-            str | None, typer.Option("--session", "-s", help="Host session to create or continue.", metavar="NAME")
-        ] = None,
-        resume: Annotated[bool, typer.Option("--resume", help="Fail (exit 4) unless --session exists.")] = False,
-        engine: Annotated[str | None, typer.Option("--engine", "-e", help="Engine to use.", metavar="NAME")] = None,
-        agent: Annotated[
-            str | None, typer.Option("--agent", help="Agent command line or profile name.", metavar="CMD")
-        ] = None,
-        model: Annotated[str | None, typer.Option("--model", "-m", help="Model id.", metavar="ID")] = None,
-        effort: Annotated[str | None, typer.Option("--effort", help="Reasoning effort tier.", metavar="TIER")] = None,
+        session: opt.Session = None,
+        resume: opt.Resume = False,
+        engine: opt.Engine = None,
+        agent: opt.Agent = None,
+        model: opt.Model = None,
+        effort: opt.Effort = None,
         mode: Annotated[
             str | None,
             typer.Option("--mode", help="accept-edits, or plan (a review-only plan from `agy -p`).", metavar="MODE"),
         ] = None,
-        cwd: Annotated[
-            Path | None,
-            typer.Option("--cwd", help="Working directory of the agent.", file_okay=False, exists=True, metavar="DIR"),
-        ] = None,
+        cwd: opt.Cwd = None,
         fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.", metavar="text|json")] = "text",
-        timeout: Annotated[
-            float | None, typer.Option("--timeout", help="Deadline in minutes (default 10).", min=0, metavar="MINUTES")
-        ] = None,
-        permissions: Annotated[
-            str | None, typer.Option("--permissions", help="Permission policy.", metavar="POLICY")
-        ] = None,
-        skip_permissions: Annotated[
-            bool | None,
-            typer.Option("--skip-permissions/--ask-permissions", help="Let the agent run tools without asking."),
-        ] = None,
-        system_prompt: Annotated[
-            str | None, typer.Option("--system-prompt", help="System prompt: TEXT or @FILE.", metavar="S")
-        ] = None,
-        digest: Annotated[bool | None, typer.Option("--digest/--no-digest", help="Send the context digest.")] = None,
-        files: Annotated[
-            list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")
-        ] = None,
-        images: Annotated[
-            list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")
-        ] = None,
+        timeout: opt.Timeout = None,
+        permissions: opt.Permissions = None,
+        skip_permissions: opt.SkipPermissions = None,
+        system_prompt: opt.SystemPrompt = None,
+        digest: opt.Digest = None,
+        files: opt.Files = None,
+        images: opt.Images = None,
     ) -> None:
         from agy_host.cli.common import check_format
-        from agy_host.cli.run_cmd import check_session_name
-        from agy_host.runtime.prompt_input import PromptInputError, read_system_prompt
 
         check_format(fmt)
-        if resume and not session:
-            fail("--resume needs --session NAME", ExitCode.USAGE)
-        where = str((cwd or Path.cwd()).resolve())
-        try:
-            system = read_system_prompt(system_prompt, where)
-        except PromptInputError as exc:
-            fail(str(exc), ExitCode.USAGE)
+        checked = opt.common("ask", locals())
         text = " ".join(prompt).strip()
         if not text:
             fail("the prompt is empty", ExitCode.USAGE)
-        opts = AskOptions(
-            prompt=text,
-            session=check_session_name(session) if session else generate_ask_name(),
-            generated_session=session is None,
-            resume=resume,
-            engine=engine,
-            agent=agent,
-            model=model,
-            effort=effort,
-            mode=mode,
-            cwd=where,
-            fmt=fmt,
-            timeout_min=timeout,
-            permissions=permissions,
-            skip_permissions=skip_permissions,
-            system_prompt=system,
-            digest=digest,
-            files=files or [],
-            images=images or [],
-        )
-        raise typer.Exit(ask_command(state, opts))
+        raise typer.Exit(ask_command(state, AskOptions(prompt=text, **checked)))
 
 
 def _resume_hint(opts: AskOptions) -> str:
@@ -299,7 +230,7 @@ def _early(opts: AskOptions, host: Host, message: str, code: int) -> int:
 async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) -> tuple[TurnResult | None, str]:
     import trio
 
-    from agy_host.runtime.session import SessionRuntime, TurnSettings, describe_error, watch_interrupts
+    from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
 
     runtime: SessionRuntime | None = None
     result: TurnResult | None = None
@@ -316,14 +247,7 @@ async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) ->
         try:
             async with SessionRuntime.open(host, cwd=opts.cwd, exit_on_third_interrupt=True) as runtime:
                 try:
-                    settings = TurnSettings(
-                        model=opts.model,
-                        effort=opts.effort,
-                        mode=opts.mode,
-                        skip_permissions=opts.skip_permissions,
-                        timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
-                    )
-                    result = await runtime.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
+                    result = await runtime.turn(opts.session, blocks, cwd=opts.cwd, settings=opts.settings())
                     if result is None:
                         error = "interrupted; agy-host stopped waiting for the agent"
                 finally:

@@ -14,17 +14,15 @@ With stdin not a terminal, each line is one message (scripts, tests).
 
 from __future__ import annotations
 
-import secrets
 import sys
-import time
-from pathlib import Path
 from typing import IO, TYPE_CHECKING, Annotated
 
-import msgspec
 import typer
 
+from agy_host.cli import turn_options as opt
 from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode, epilog
+from agy_host.cli.turn_options import TurnOptions
 
 if TYPE_CHECKING:
     from agy_host.cli.app import CliState
@@ -49,28 +47,8 @@ Without --session a new session is named chat-YYYYMMDD-HHMMSS-xxxx; with
 """
 
 
-class ChatOptions(msgspec.Struct, kw_only=True):
-    session: str
-    generated_session: bool = False
-    resume: bool = False
-    engine: str | None = None
-    agent: str | None = None
-    model: str | None = None
-    effort: str | None = None
-    mode: str | None = None
-    cwd: str
-    fmt: str = "text"
-    timeout_min: float | None = None
-    inactivity_min: float | None = None
-    permissions: str | None = None
-    skip_permissions: bool | None = None
-    verbose: bool = False
-    system_prompt: str | None = None
-    digest: bool | None = None
-
-
-def generate_chat_name() -> str:
-    return f"chat-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+class ChatOptions(TurnOptions, kw_only=True):
+    """``chat``'s options: the shared turn options (files are attached per message)."""
 
 
 def apply_overrides(host: Host, system_prompt: str | None, digest: bool | None) -> None:
@@ -94,8 +72,6 @@ class Chat:
         *,
         out: IO[str] | None = None,
     ) -> None:
-        from agy_host.runtime.session import TurnSettings
-
         self.state = state
         self.host = host
         self.opts = opts
@@ -104,14 +80,7 @@ class Chat:
         self.out = out or sys.stdout
         self.session = opts.session
         self.cwd = opts.cwd
-        self.settings: TurnSettings = TurnSettings(
-            model=opts.model,
-            effort=opts.effort,
-            mode=opts.mode,
-            skip_permissions=opts.skip_permissions,
-            timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
-            inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
-        )
+        self.settings: TurnSettings = opts.settings()
         self.runtime: SessionRuntime | None = None
         self.last_result: TurnResult | None = None
         self.leaving = False
@@ -212,81 +181,27 @@ class Chat:
 def register(app: typer.Typer, state: CliState) -> None:
     @app.command("chat", help=CHAT_HELP, epilog=epilog())
     def chat(  # noqa: PLR0917 - typer maps each parameter to a CLI option
-        session: Annotated[
-            str | None, typer.Option("--session", "-s", help="Host session to create or continue.", metavar="NAME")
-        ] = None,
-        resume: Annotated[bool, typer.Option("--resume", help="Fail (exit 4) unless --session exists.")] = False,
-        engine: Annotated[str | None, typer.Option("--engine", "-e", help="Engine to use.", metavar="NAME")] = None,
-        agent: Annotated[
-            str | None, typer.Option("--agent", help="Agent command line or profile name.", metavar="CMD")
-        ] = None,
-        model: Annotated[str | None, typer.Option("--model", "-m", help="Model id.", metavar="ID")] = None,
-        effort: Annotated[str | None, typer.Option("--effort", help="Reasoning effort tier.", metavar="TIER")] = None,
-        mode: Annotated[str | None, typer.Option("--mode", help="Agent mode.", metavar="MODE")] = None,
-        cwd: Annotated[
-            Path | None,
-            typer.Option("--cwd", help="Working directory of the agent.", file_okay=False, exists=True, metavar="DIR"),
-        ] = None,
+        session: opt.Session = None,
+        resume: opt.Resume = False,
+        engine: opt.Engine = None,
+        agent: opt.Agent = None,
+        model: opt.Model = None,
+        effort: opt.Effort = None,
+        mode: Annotated[str | None, typer.Option("--mode", help="Agent mode (also /mode).", metavar="MODE")] = None,
+        cwd: opt.Cwd = None,
         fmt: Annotated[
             str, typer.Option("--format", "-f", help="text, plain or rich (or a plugin's).", metavar="FORMAT")
         ] = "text",
-        timeout: Annotated[
-            float | None, typer.Option("--timeout", help="Per-turn deadline in minutes.", min=0, metavar="MINUTES")
-        ] = None,
-        inactivity: Annotated[
-            float | None,
-            typer.Option("--inactivity", help="Per-turn inactivity timeout in minutes.", min=0, metavar="MINUTES"),
-        ] = None,
-        permissions: Annotated[
-            str | None, typer.Option("--permissions", help="Permission policy.", metavar="POLICY")
-        ] = None,
-        skip_permissions: Annotated[
-            bool | None,
-            typer.Option("--skip-permissions/--ask-permissions", help="Let the agent run tools without asking."),
-        ] = None,
-        system_prompt: Annotated[
-            str | None,
-            typer.Option("--system-prompt", help="System prompt (TEXT or @FILE) for new conversations.", metavar="S"),
-        ] = None,
-        digest: Annotated[
-            bool | None,
-            typer.Option(
-                "--digest/--no-digest",
-                help="Send the context digest (this session on other engines) with each message.",
-            ),
-        ] = None,
-        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Show the agent's thinking in full.")] = False,
+        timeout: opt.Timeout = None,
+        inactivity: opt.Inactivity = None,
+        permissions: opt.Permissions = None,
+        skip_permissions: opt.SkipPermissions = None,
+        system_prompt: opt.SystemPrompt = None,
+        digest: opt.Digest = None,
+        verbose: opt.Verbose = False,
     ) -> None:
-        from agy_host.cli.run_cmd import check_session_name
-        from agy_host.runtime.prompt_input import PromptInputError, read_system_prompt
-
-        if resume and not session:
-            fail("--resume needs --session NAME", ExitCode.USAGE)
-        where = str((cwd or Path.cwd()).resolve())
-        try:
-            system = read_system_prompt(system_prompt, where)
-        except PromptInputError as exc:
-            fail(str(exc), ExitCode.USAGE)
-        opts = ChatOptions(
-            session=check_session_name(session) if session else generate_chat_name(),
-            generated_session=session is None,
-            resume=resume,
-            engine=engine,
-            agent=agent,
-            model=model,
-            effort=effort,
-            mode=mode,
-            cwd=where,
-            fmt=fmt,
-            timeout_min=timeout,
-            inactivity_min=inactivity,
-            permissions=permissions,
-            skip_permissions=skip_permissions,
-            verbose=verbose,
-            system_prompt=system,
-            digest=digest,
-        )
-        raise typer.Exit(chat_command(state, opts))
+        checked = opt.common("chat", locals())
+        raise typer.Exit(chat_command(state, ChatOptions(**checked)))
 
 
 def chat_command(state: CliState, opts: ChatOptions) -> int:
@@ -368,4 +283,4 @@ async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: R
     return code
 
 
-__all__ = ["CHAT_HELP", "Chat", "ChatOptions", "apply_overrides", "chat_command", "generate_chat_name", "register"]
+__all__ = ["CHAT_HELP", "Chat", "ChatOptions", "apply_overrides", "chat_command", "register"]

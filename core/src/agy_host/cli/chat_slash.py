@@ -156,16 +156,13 @@ async def _engine(chat: Chat, rest: str) -> None:
 @command("/new", "[NAME]")
 async def _new(chat: Chat, rest: str) -> None:
     """Start a new session (a new agent conversation), named NAME or generated."""
-    import typer
+    from agy_host.runtime.naming import generate_session_name, session_name_problem
 
-    from agy_host.cli.chat_cmd import generate_chat_name
-    from agy_host.cli.run_cmd import check_session_name
-
-    name = rest or generate_chat_name()
-    try:
-        check_session_name(name)
-    except typer.Exit:
-        return  # check_session_name already said why
+    name = rest or generate_session_name("chat")
+    problem = session_name_problem(name)
+    if problem:
+        chat.say(problem, "red")
+        return
     chat.session = name
     assert chat.runtime is not None
     bound = chat.host.store.get(chat.runtime.engine.store_key(name))

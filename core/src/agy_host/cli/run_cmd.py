@@ -12,14 +12,15 @@ starting gives up at once.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import msgspec
 import typer
 
+from agy_host.cli import turn_options as opt
 from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode, epilog
+from agy_host.cli.turn_options import TurnOptions
 from agy_host.contract.prompt import PromptBlock, TextBlock
 
 if TYPE_CHECKING:
@@ -46,49 +47,11 @@ event per line, ending with a {"type": "done", ...} object; --format quiet
 prints only the final answer.
 """
 
-SESSION_HELP = "Host session to create or continue (letters, digits, . _ - : only)."
 
-
-class RunOptions(msgspec.Struct, kw_only=True):
+class RunOptions(TurnOptions, kw_only=True):
     prompt: str
-    session: str
-    generated_session: bool = False
-    resume: bool = False
-    engine: str | None = None
-    agent: str | None = None
-    model: str | None = None
-    effort: str | None = None
-    mode: str | None = None
-    cwd: str
-    fmt: str = "text"
-    timeout_min: float | None = None
-    inactivity_min: float | None = None
-    permissions: str | None = None
-    skip_permissions: bool | None = None
-    verbose: bool = False
-    system_prompt: str | None = None
-    digest: bool | None = None
-    files: list[str] = msgspec.field(default_factory=list)
-    images: list[str] = msgspec.field(default_factory=list)
     #: The prompt's blocks (text, ``@path`` and ``--file`` resources, images), built by ``run_command``.
     blocks: list[PromptBlock] = msgspec.field(default_factory=list)
-
-
-def generate_session_name() -> str:
-    """``run-20261202-152400-a1b2``: sortable, and unique enough per second."""
-    from agy_host.runtime.naming import generate_session_name as generate
-
-    return generate("run")
-
-
-def check_session_name(name: str) -> str:
-    """The name, or exit 2 with why it cannot be one."""
-    from agy_host.runtime.naming import session_name_problem
-
-    problem = session_name_problem(name)
-    if problem:
-        fail(problem, ExitCode.USAGE)
-    return name
 
 
 def _read_prompt(words: list[str] | None) -> str:
@@ -109,110 +72,31 @@ def register(app: typer.Typer, state: CliState) -> None:
             list[str] | None,
             typer.Argument(help="The prompt; `-` reads stdin.", show_default=False, metavar="PROMPT..."),
         ] = None,
-        session: Annotated[str | None, typer.Option("--session", "-s", help=SESSION_HELP, metavar="NAME")] = None,
-        resume: Annotated[bool, typer.Option("--resume", help="Fail (exit 4) unless --session exists.")] = False,
-        engine: Annotated[
-            str | None, typer.Option("--engine", "-e", help="Engine to use (see `agy-host engine`).", metavar="NAME")
-        ] = None,
-        agent: Annotated[
-            str | None,
-            typer.Option("--agent", help='Agent command line or profile name, e.g. "gemini --acp".', metavar="CMD"),
-        ] = None,
-        model: Annotated[
-            str | None, typer.Option("--model", "-m", help="Model id (see `agy-host models`).", metavar="ID")
-        ] = None,
-        effort: Annotated[
-            str | None, typer.Option("--effort", help="Reasoning effort tier (low, medium, high).", metavar="TIER")
-        ] = None,
+        session: opt.Session = None,
+        resume: opt.Resume = False,
+        engine: opt.Engine = None,
+        agent: opt.Agent = None,
+        model: opt.Model = None,
+        effort: opt.Effort = None,
         mode: Annotated[
             str | None, typer.Option("--mode", help="Agent mode, e.g. accept-edits or plan.", metavar="MODE")
         ] = None,
-        cwd: Annotated[
-            Path | None,
-            typer.Option(
-                "--cwd",
-                help="Working directory of the agent [default: here].",
-                file_okay=False,
-                exists=True,
-                metavar="DIR",
-            ),
-        ] = None,
+        cwd: opt.Cwd = None,
         fmt: Annotated[
             str, typer.Option("--format", "-f", help="text, json or quiet (or a plugin's format).", metavar="FORMAT")
         ] = "text",
-        timeout: Annotated[
-            float | None,
-            typer.Option("--timeout", help="Overall turn deadline in minutes; 0 disables.", min=0, metavar="MINUTES"),
-        ] = None,
-        inactivity: Annotated[
-            float | None,
-            typer.Option(
-                "--inactivity",
-                help="Fail when the agent is silent this many minutes; 0 disables.",
-                min=0,
-                metavar="MINUTES",
-            ),
-        ] = None,
-        permissions: Annotated[
-            str | None,
-            typer.Option(
-                "--permissions", help="Permission policy: auto, deny, ask, rules, or a plugin's.", metavar="POLICY"
-            ),
-        ] = None,
-        skip_permissions: Annotated[
-            bool | None,
-            typer.Option(
-                "--skip-permissions/--ask-permissions",
-                help="Let the agent run tools without asking.",
-                show_default=False,
-            ),
-        ] = None,
-        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's thinking.")] = False,
-        system_prompt: Annotated[
-            str | None,
-            typer.Option("--system-prompt", help="System prompt (TEXT or @FILE) for a new conversation.", metavar="S"),
-        ] = None,
-        digest: Annotated[
-            bool | None,
-            typer.Option("--digest/--no-digest", help="Send the context digest (this session on other engines)."),
-        ] = None,
-        files: Annotated[
-            list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")
-        ] = None,
-        images: Annotated[
-            list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")
-        ] = None,
+        timeout: opt.Timeout = None,
+        inactivity: opt.Inactivity = None,
+        permissions: opt.Permissions = None,
+        skip_permissions: opt.SkipPermissions = None,
+        verbose: opt.Verbose = False,
+        system_prompt: opt.SystemPrompt = None,
+        digest: opt.Digest = None,
+        files: opt.Files = None,
+        images: opt.Images = None,
     ) -> None:
-        from agy_host.runtime.prompt_input import PromptInputError, read_system_prompt
-
-        if resume and not session:
-            fail("--resume needs --session NAME", ExitCode.USAGE)
-        opts = RunOptions(
-            prompt=_read_prompt(prompt),
-            session=check_session_name(session) if session else generate_session_name(),
-            generated_session=session is None,
-            resume=resume,
-            engine=engine,
-            agent=agent,
-            model=model,
-            effort=effort,
-            mode=mode,
-            cwd=str((cwd or Path.cwd()).resolve()),
-            fmt=fmt,
-            timeout_min=timeout,
-            inactivity_min=inactivity,
-            permissions=permissions,
-            skip_permissions=skip_permissions,
-            verbose=verbose,
-            digest=digest,
-            files=files or [],
-            images=images or [],
-        )
-        try:
-            opts.system_prompt = read_system_prompt(system_prompt, opts.cwd)
-        except PromptInputError as exc:
-            fail(str(exc), ExitCode.USAGE)
-        raise typer.Exit(run_command(state, opts))
+        checked = opt.common("run", locals())
+        raise typer.Exit(run_command(state, RunOptions(prompt=_read_prompt(prompt), **checked)))
 
 
 def run_command(state: CliState, opts: RunOptions) -> int:
@@ -285,21 +169,14 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
     import trio
 
     from agy_host.contract.rendering import DiffSource, RenderOptions
-    from agy_host.runtime.session import SessionRuntime, TurnSettings, describe_error, watch_interrupts
+    from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
 
     diffs = DiffSource(host.plugins.render_diff, opts.cwd)
     renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose, diffs=diffs))
     result: TurnResult | None = None
     error = ""
     session: SessionRuntime | None = None
-    settings = TurnSettings(
-        model=opts.model,
-        effort=opts.effort,
-        mode=opts.mode,
-        skip_permissions=opts.skip_permissions,
-        timeout_s=opts.timeout_min * 60 if opts.timeout_min is not None else None,
-        inactivity_s=opts.inactivity_min * 60 if opts.inactivity_min is not None else None,
-    )
+    settings = opts.settings()
     interrupted = False
     async with trio.open_nursery() as watcher:
 
@@ -354,4 +231,4 @@ def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: s
     sys.stdout.flush()
 
 
-__all__ = ["RUN_HELP", "RunOptions", "check_session_name", "generate_session_name", "register", "run_command"]
+__all__ = ["RUN_HELP", "RunOptions", "register", "run_command"]

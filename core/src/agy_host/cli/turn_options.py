@@ -1,0 +1,175 @@
+"""The turn options ``run``, ``chat`` and ``ask`` share, declared once.
+
+Each command's signature names these typer annotations, so a flag means the
+same and reads the same in every ``--help``; :func:`common` checks them the
+same way (``--resume`` needs ``--session``, session names, ``--cwd``,
+``--system-prompt @FILE``) and :class:`TurnOptions` carries them to the
+command, which hands :meth:`TurnOptions.settings` to the runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import msgspec
+import typer
+
+from agy_host.cli.common import fail
+from agy_host.cli.exit_codes import ExitCode
+
+if TYPE_CHECKING:
+    from agy_host.runtime.session import TurnSettings
+
+SESSION_HELP = "Host session to create or continue (letters, digits, . _ - : only)."
+
+Session = Annotated[str | None, typer.Option("--session", "-s", help=SESSION_HELP, metavar="NAME")]
+Resume = Annotated[bool, typer.Option("--resume", help="Fail (exit 4) unless --session exists.")]
+Engine = Annotated[
+    str | None, typer.Option("--engine", "-e", help="Engine to use (see `agy-host engine`).", metavar="NAME")
+]
+Agent = Annotated[
+    str | None,
+    typer.Option("--agent", help='Agent command line or profile name, e.g. "gemini --acp".', metavar="CMD"),
+]
+Model = Annotated[str | None, typer.Option("--model", "-m", help="Model id (see `agy-host models`).", metavar="ID")]
+Effort = Annotated[
+    str | None, typer.Option("--effort", help="Reasoning effort tier (low, medium, high).", metavar="TIER")
+]
+Cwd = Annotated[
+    Path | None,
+    typer.Option(
+        "--cwd", help="Working directory of the agent [default: here].", file_okay=False, exists=True, metavar="DIR"
+    ),
+]
+Timeout = Annotated[
+    float | None,
+    typer.Option("--timeout", help="Deadline of each turn in minutes; 0 disables.", min=0, metavar="MINUTES"),
+]
+Inactivity = Annotated[
+    float | None,
+    typer.Option(
+        "--inactivity", help="Fail when the agent is silent this many minutes; 0 disables.", min=0, metavar="MINUTES"
+    ),
+]
+Permissions = Annotated[
+    str | None,
+    typer.Option("--permissions", help="Permission policy: auto, deny, ask, rules, or a plugin's.", metavar="POLICY"),
+]
+SkipPermissions = Annotated[
+    bool | None,
+    typer.Option(
+        "--skip-permissions/--ask-permissions", help="Let the agent run tools without asking.", show_default=False
+    ),
+]
+SystemPrompt = Annotated[
+    str | None,
+    typer.Option("--system-prompt", help="System prompt (TEXT or @FILE) for a new conversation.", metavar="S"),
+]
+Digest = Annotated[
+    bool | None,
+    typer.Option("--digest/--no-digest", help="Send the context digest (this session on other engines)."),
+]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's thinking.")]
+Files = Annotated[list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")]
+Images = Annotated[list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")]
+
+
+class TurnOptions(msgspec.Struct, kw_only=True):
+    """What the three commands were asked, checked; ``None`` means the config decides."""
+
+    session: str
+    generated_session: bool = False
+    resume: bool = False
+    engine: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    effort: str | None = None
+    mode: str | None = None
+    cwd: str
+    fmt: str = "text"
+    timeout_min: float | None = None
+    inactivity_min: float | None = None
+    permissions: str | None = None
+    skip_permissions: bool | None = None
+    verbose: bool = False
+    system_prompt: str | None = None
+    digest: bool | None = None
+    files: list[str] = msgspec.field(default_factory=list)
+    images: list[str] = msgspec.field(default_factory=list)
+
+    def settings(self) -> TurnSettings:
+        from agy_host.runtime.session import TurnSettings
+
+        return TurnSettings(
+            model=self.model,
+            effort=self.effort,
+            mode=self.mode,
+            skip_permissions=self.skip_permissions,
+            timeout_s=self.timeout_min * 60 if self.timeout_min is not None else None,
+            inactivity_s=self.inactivity_min * 60 if self.inactivity_min is not None else None,
+        )
+
+
+def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked keyword arguments of a :class:`TurnOptions` from a
+    command's own parameters (``locals()`` of the typer command: its names
+    are this module's); a new session is named ``PREFIX-YYYYMMDD-HHMMSS-xxxx``.
+    Exits 2 on a bad option."""
+    from agy_host.runtime.naming import generate_session_name, session_name_problem
+    from agy_host.runtime.prompt_input import PromptInputError, read_system_prompt
+
+    session, resume = given.get("session"), bool(given.get("resume"))
+    if resume and not session:
+        fail("--resume needs --session NAME", ExitCode.USAGE)
+    if session:
+        problem = session_name_problem(session)
+        if problem:
+            fail(problem, ExitCode.USAGE)
+    cwd = given.get("cwd")
+    where = str((cwd or Path.cwd()).resolve())
+    try:
+        system = read_system_prompt(given.get("system_prompt"), where)
+    except PromptInputError as exc:
+        fail(str(exc), ExitCode.USAGE)
+    passed = {name: given[name] for name in _PASSED if name in given}
+    return {
+        **passed,
+        "session": session or generate_session_name(prefix),
+        "generated_session": session is None,
+        "resume": resume,
+        "cwd": where,
+        "system_prompt": system,
+        "files": given.get("files") or [],
+        "images": given.get("images") or [],
+        "timeout_min": given.get("timeout"),
+        "inactivity_min": given.get("inactivity"),
+    }
+
+
+#: Parameters that reach :class:`TurnOptions` under their own name, unchanged.
+_PASSED = ("engine", "agent", "model", "effort", "mode", "fmt", "permissions", "skip_permissions", "verbose", "digest")
+
+
+__all__ = [
+    "SESSION_HELP",
+    "Agent",
+    "Cwd",
+    "Digest",
+    "Effort",
+    "Engine",
+    "Files",
+    "Images",
+    "Inactivity",
+    "Model",
+    "Permissions",
+    "Resume",
+    "Session",
+    "SkipPermissions",
+    "SystemPrompt",
+    "Timeout",
+    "TurnOptions",
+    "Verbose",
+    "common",
+]
