@@ -202,8 +202,8 @@ def _fake_agents(session: nox.Session, where: Path) -> dict[str, str]:
     where.mkdir(parents=True, exist_ok=True)
     acp, cli = where / "agy-acp" / "agy", where / "agy-cli" / "agy"
     for path, command in (
-        (acp, f"exec {python} -m agy_host.testing.fake_acp_agent --scenario happy\n"),
-        (cli, f'exec {python} -m agy_host.testing.fake_agy --fake-scenario happy "$@"\n'),
+        (acp, f"exec {python} -m agy_host.testing.acp.agent --scenario happy\n"),
+        (cli, f'exec {python} -m agy_host.testing.agy_cli.agent --fake-scenario happy "$@"\n'),
     ):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("#!/bin/sh\n" + command)

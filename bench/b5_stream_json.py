@@ -1,7 +1,7 @@
 """B5 stream-json: the B1 flood through the CLI dialect (``agy -p
 --output-format stream-json``) parser and driver.
 
-The agent is the kit's fake ``agy`` CLI (``agy_host.testing.fake_agy``) with
+The agent is the kit's fake ``agy`` CLI (``agy_host.testing.agy_cli.agent``) with
 a scenario of one ``agent_response`` step of N pieces of 60 characters: N
 ``step_update`` frames with a ``text_delta``, then the ``result`` frame. The
 measured turn is the first of its driver, so every row includes the fake
@@ -68,7 +68,15 @@ def write_scenario(path: Path, count: int) -> Path:
 
 
 def fake_agy_command(python: str, scenario: Path, state: Path) -> list[str]:
-    return [python, "-m", "agy_host.testing.fake_agy", "--fake-scenario", str(scenario), "--fake-state", str(state)]
+    return [
+        python,
+        "-m",
+        "agy_host.testing.agy_cli.agent",
+        "--fake-scenario",
+        str(scenario),
+        "--fake-state",
+        str(state),
+    ]
 
 
 def worker(count: int, scenario: Path, python: str) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """B6 harness engine: Google's own Antigravity harness, three ways, against
-the kit's scripted model API (``agy_host.testing.fake_model_api``).
+the kit's scripted model API (``agy_host.testing.models.api``).
 
 * agy-host: ``agy-host run --engine harness PROMPT`` (the whole CLI process,
   text to /dev/null);
@@ -83,7 +83,7 @@ class _Workload:
     """One scripted model API for every client of a workload."""
 
     def __init__(self, ctx: Ctx, name: str, script: dict[str, Any]) -> None:
-        from agy_host.testing.fake_model_api import ModelApiProcess
+        from agy_host.testing.models.api import ModelApiProcess
 
         self.model = ModelApiProcess(ctx.scratch / f"model-{name}", script)
 

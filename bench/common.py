@@ -32,13 +32,13 @@ FLOOD_TEXT = "The quick brown fox jumps over the lazy dog, 0123456789 abcd"
 #: Prompt 1 answers at once (spawn, initialize, session/new and one round trip
 #: are paid there); prompt 2 and later flood. Every client measures prompt 2.
 WARM_THEN_FLOOD = [[{"stop": "end_turn"}], [{"flood": True}, {"stop": "end_turn"}]]
-FAKE_MODULE = "agy_host.testing.fake_acp_agent"
+FAKE_MODULE = "agy_host.testing.acp.agent"
 
 
 def fake_agent_command(
     python: str, scenario: str, *, settings: Mapping[str, Any] | None = None, session_id: str | None = None
 ) -> list[str]:
-    """``python -m agy_host.testing.fake_acp_agent`` with ``--set`` knobs (JSON values)."""
+    """``python -m agy_host.testing.acp.agent`` with ``--set`` knobs (JSON values)."""
     cmd = [python, "-m", FAKE_MODULE, "--scenario", scenario]
     for key, value in (settings or {}).items():
         cmd += ["--set", f"{key}={json.dumps(value, separators=(',', ':'))}"]

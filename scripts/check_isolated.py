@@ -55,7 +55,7 @@ def _model_for(engine: str, env: dict[str, str], tmp: Path) -> Iterator[None]:
     if engine != "harness":
         yield
         return
-    from agy_host.testing.fake_model_api import ModelApiProcess
+    from agy_host.testing.models.api import ModelApiProcess
 
     with ModelApiProcess(tmp / "model", {"turns": [[[{"echo": True}]]]}) as model:
         env.update(GOOGLE_GEMINI_BASE_URL=model.url, GEMINI_API_KEY="isolated-check")

@@ -21,8 +21,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from agy_host.testing.fake_model_api import ModelApiProcess
 from agy_host.testing.isolation import isolated_env
+from agy_host.testing.models.api import ModelApiProcess
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -281,7 +281,7 @@ def _tally_line(text: str) -> str:
 
 def test_the_tutorials_tally_run_prints_what_it_shows(tally: Tally, agy_host_cli: Cli) -> None:
     _require_acp()
-    agent = f"{sys.executable} -m agy_host.testing.fake_acp_agent --scenario happy"
+    agent = f"{sys.executable} -m agy_host.testing.acp.agent --scenario happy"
     result = agy_host_cli("run", "--engine", "acp", "--agent", agent, "--format", "tally", "hi", env=tally.env)
     assert result.returncode == 0, result
     doc = TUTORIAL.read_text("utf-8")
@@ -295,7 +295,7 @@ def test_the_tutorials_count_lines_round_trip_prints_what_it_shows(tally: Tally,
     if not any(ep.name == "bridge_mcp" for ep in metadata.entry_points(group="agy_host")):
         pytest.skip("the MCP bridge (agy-host-bridge-mcp) is not installed")
     scenario = tally.project / "count-lines.toml"
-    agent = f"{sys.executable} -m agy_host.testing.fake_acp_agent --scenario {scenario}"
+    agent = f"{sys.executable} -m agy_host.testing.acp.agent --scenario {scenario}"
     result = agy_host_cli(
         "run", "--engine", "acp", "--agent", agent, "--format", "tally", "count", env=tally.env, cwd=tally.project
     )

@@ -23,8 +23,8 @@ import trio
 
 import agy_host
 from agy_host.testing.agents import fake_acp_agent_command
-from agy_host.testing.fake_model_api import ModelApiProcess
 from agy_host.testing.isolation import isolated_env
+from agy_host.testing.models.api import ModelApiProcess
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)

@@ -124,7 +124,7 @@ def test_memory_window_reads_this_process() -> None:
 
 def test_agent_commands_carry_json_settings() -> None:
     cmd = fake_agent_command("py", "flood", settings={"flood_count": 3, "flood_text": "a b"}, session_id="generate")
-    assert cmd[:5] == ["py", "-m", "agy_host.testing.fake_acp_agent", "--scenario", "flood"]
+    assert cmd[:5] == ["py", "-m", "agy_host.testing.acp.agent", "--scenario", "flood"]
     assert "flood_count=3" in cmd and 'flood_text="a b"' in cmd
     scale = scale_agent_command("py", 10, 2)
     prompts = next(a for a in scale if a.startswith("prompts="))

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from agy_host.cli.exit_codes import ExitCode
-from agy_host.testing.fake_agy import make_fake_agy
+from agy_host.testing.agy_cli.agent import make_fake_agy
 
 Cli = Callable[..., tuple[int, str, str]]
 

@@ -110,7 +110,7 @@ def test_resume_requires_an_existing_session(
 def test_engine_switch_keeps_each_engines_conversation(
     env: dict[str, str], tmp_path: Path, fake_acp_agent: Callable[..., Any]
 ) -> None:
-    from agy_host.testing.fake_agy import make_fake_agy
+    from agy_host.testing.agy_cli.agent import make_fake_agy
 
     agent = fake_acp_agent("echo")
     agy = make_fake_agy(tmp_path / "fake-agy", "echo")

@@ -79,7 +79,7 @@ def test_commands_that_run_no_turn_do_not_import_trio_or_pydantic(env: dict[str,
 def test_a_one_shot_run_does_not_import_pydantic(env: dict[str, str]) -> None:
     # typer >= 0.29 parses every option through pydantic; the bridge loads the
     # MCP SDK only when the agent connects to it.
-    agent = f"{sys.executable} -m agy_host.testing.fake_acp_agent --scenario echo"
+    agent = f"{sys.executable} -m agy_host.testing.acp.agent --scenario echo"
     line, stderr = _heavy_imports(env, "run", "--engine", "acp", "--agent", agent, "hi")
     assert line == "0 ['trio']", (line, stderr)
 

@@ -18,7 +18,7 @@ from agy_host.testing.agents import FakeAgent
 from agy_host.testing.client import AgentExited, AgentPipe, RawOutput, chunk_texts, is_update
 
 Spawn = Callable[..., tuple[AgentPipe, FakeAgent]]
-FAKE = [sys.executable, "-m", "agy_host.testing.fake_acp_agent"]
+FAKE = [sys.executable, "-m", "agy_host.testing.acp.agent"]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from agy_host.testing.fake_model_api import ENDED, ModelApiProcess, gemini_position, openai_position
+from agy_host.testing.models.api import ENDED, ModelApiProcess, gemini_position, openai_position
 
 
 def _post(url: str, body: dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, str]:

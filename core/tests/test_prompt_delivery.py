@@ -107,7 +107,7 @@ def test_acp_new_conversations_get_the_system_block_once(
 def test_the_system_block_is_byte_identical_on_both_engines(
     env: dict[str, str], project: Path, fake_acp_agent: Callable[..., Any], tmp_path: Path
 ) -> None:
-    from agy_host.testing.fake_agy import make_fake_agy
+    from agy_host.testing.agy_cli.agent import make_fake_agy
 
     agent = fake_acp_agent("echo")
     agy = make_fake_agy(tmp_path / "fake-agy", "echo")
@@ -142,7 +142,7 @@ def _seed(env: dict[str, str], session: str) -> None:
 def test_the_digest_is_a_resource_on_acp_and_inline_on_stream_json_with_the_same_text(
     env: dict[str, str], project: Path, fake_acp_agent: Callable[..., Any], tmp_path: Path
 ) -> None:
-    from agy_host.testing.fake_agy import make_fake_agy
+    from agy_host.testing.agy_cli.agent import make_fake_agy
 
     for session in ("d1", "d2"):
         _seed(env, session)

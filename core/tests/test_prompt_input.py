@@ -173,7 +173,7 @@ def test_unsupported_content_is_a_clear_error(  # noqa: PLR0917 - fixtures and p
 
 @pytest.mark.skipif("stream-json" not in ENGINES, reason="the stream-json engine is not installed")
 def test_stream_json_refuses_images_before_starting(env: dict[str, str], work: Path, tmp_path: Path) -> None:
-    from agy_host.testing.fake_agy import make_fake_agy
+    from agy_host.testing.agy_cli.agent import make_fake_agy
 
     agy = make_fake_agy(tmp_path / "fake-agy", "echo")
     code, report, _ = ask(env | agy.env, work, "--engine", "stream-json", "--image", "shot one.png", "x")

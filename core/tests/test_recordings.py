@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agy_host.testing.recordings import (
+from agy_host.testing.replay.recordings import (
     AgentFrame,
     ClientFrame,
     Note,

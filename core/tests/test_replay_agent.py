@@ -13,7 +13,7 @@ import pytest
 
 from agy_host.testing.agents import FakeAgent
 from agy_host.testing.client import AgentPipe, Message, RawOutput
-from agy_host.testing.recordings import AgentFrame, ClientFrame, Note, RawLine, read_recording
+from agy_host.testing.replay.recordings import AgentFrame, ClientFrame, Note, RawLine, read_recording
 
 REPO = Path(__file__).resolve().parents[2]
 RECORDED = REPO / "tests" / "fixtures" / "recorded"
@@ -206,7 +206,7 @@ def test_permission_request_waits_for_the_client_answer(replay: Replay) -> None:
 
 def test_bad_recording_path_fails_clearly(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "agy_host.testing.replay_agent", str(tmp_path / "none.jsonl")],
+        [sys.executable, "-m", "agy_host.testing.replay.agent", str(tmp_path / "none.jsonl")],
         capture_output=True,
         text=True,
         timeout=20,

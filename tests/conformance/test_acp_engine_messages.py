@@ -42,7 +42,7 @@ async def first_option(request: PermissionRequest) -> PermissionDecision:
 
 async def run_scenario(tmp_path: Path, scenario: str, *, abort: bool = False, **settings: Any) -> list[dict[str, Any]]:
     log = tmp_path / f"{scenario}.log"
-    argv = [sys.executable, "-m", "agy_host.testing.fake_acp_agent", "--scenario", scenario, "--log", str(log)]
+    argv = [sys.executable, "-m", "agy_host.testing.acp.agent", "--scenario", scenario, "--log", str(log)]
     for key, value in settings.items():
         argv += ["--set", f"{key}={json.dumps(value)}"]
     cfg = Config()

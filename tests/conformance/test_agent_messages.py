@@ -6,7 +6,7 @@ response paired to the request it answers (:class:`conformance.schema.Exchange`)
 * the vendored recordings of real agents (``tests/fixtures/recorded``), the
   same files ``plugins/acp_engine/tests/test_replay_recordings.py`` replays:
   every frame the agent side sent;
-* the fake ACP agent (``python -m agy_host.testing.fake_acp_agent``), in every
+* the fake ACP agent (``python -m agy_host.testing.acp.agent``), in every
   built-in scenario, driven by the real engine: the fake logs only what it
   receives, so it runs behind :mod:`conformance.acp_tee`, which logs both
   directions. Both directions are validated (the engine's side is already
@@ -46,8 +46,8 @@ from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.prompt import TextBlock
 from agy_host.engine.base import EngineContext
 from agy_host.engine.driver import TurnRequest
-from agy_host.testing.recordings import AgentFrame, ClientFrame, is_request, read_recording
-from agy_host.testing.scenarios import BUILTIN
+from agy_host.testing.acp.scenarios import BUILTIN
+from agy_host.testing.replay.recordings import AgentFrame, ClientFrame, is_request, read_recording
 from agy_host_acp.engine import AcpEngine
 
 RECORDED = Path(__file__).resolve().parents[1] / "fixtures" / "recorded"
@@ -214,7 +214,7 @@ async def _drive(tmp_path: Path, scenario: str, plan: Plan) -> list[Path]:
     """Run ``plan.turns`` turns, each with a fresh driver (a new agent process),
     so the second turn resumes the conversation with ``session/load``. One tap
     log per process: each is a conversation of its own (ids restart at 0)."""
-    fake = [sys.executable, "-m", "agy_host.testing.fake_acp_agent", "--scenario", scenario]
+    fake = [sys.executable, "-m", "agy_host.testing.acp.agent", "--scenario", scenario]
     for key, value in plan.settings.items():
         fake += ["--set", f"{key}={json.dumps(value)}"]
     cfg = Config()

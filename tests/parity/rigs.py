@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 # Antigravity's catalog as the fake agy lists it (``agy models``); the ACP rig
 # gives its fake the same models, as the ACP server's ``model`` option.
-from agy_host.testing.fake_agy import MODELS
+from agy_host.testing.agy_cli.agent import MODELS
 from agy_host.testing.isolation import install_plugin, isolated_env
 
 #: The environment variable that names the engine(s) to run (comma separated).
@@ -604,7 +604,7 @@ class StreamJsonAgent(Agent):
         return [str(m.get("message", {}).get("content", "")) for m in self.fake.received()]
 
     def _flag(self, argv: list[str], name: str) -> str:
-        from agy_host.testing.fake_agy import parse_flags
+        from agy_host.testing.agy_cli.agent import parse_flags
 
         flags, _ = parse_flags(argv)
         values = flags.get(name) or [""]
@@ -690,7 +690,7 @@ class StreamJsonRig(Rig):
         return out
 
     def agent(self, script: Script) -> StreamJsonAgent:
-        from agy_host.testing.fake_agy import make_fake_agy
+        from agy_host.testing.agy_cli.agent import make_fake_agy
 
         turns = [self.translate(turn, usage_reported=script.reports_usage) for turn in script.turns]
         scenario: dict[str, Any] = {"turns": turns, "models": MODELS}
@@ -854,7 +854,7 @@ class HarnessRig(Rig):
         return replies
 
     def agent(self, script: Script) -> HarnessAgent:
-        from agy_host.testing.fake_model_api import ModelApiProcess
+        from agy_host.testing.models.api import ModelApiProcess
 
         self.count += 1
         folder = self.workdir / f"model-{self.count}"

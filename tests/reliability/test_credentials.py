@@ -16,7 +16,7 @@ import pytest
 from reliability._support import AGENTS
 
 from agy_host.testing.agents import fake_acp_agent_command
-from agy_host.testing.fake_agy import make_fake_agy
+from agy_host.testing.agy_cli.agent import make_fake_agy
 from agy_host.testing.isolation import install_plugin, isolated_env
 
 #: Where Antigravity and Google tooling keep credentials (spec: agy-dialects B.7, original-implementation).

@@ -34,8 +34,8 @@ from reliability._support import (
 from agy_host.contract.events import Activity, TextActivity
 from agy_host.engine.base import Engine
 from agy_host.testing.agents import fake_acp_agent_command
+from agy_host.testing.agy_cli.agent import make_fake_agy
 from agy_host.testing.contract import collect, outcome_of, text_of
-from agy_host.testing.fake_agy import make_fake_agy
 
 HAPPY_AGY = [{"say": ["HE", "LLO"]}]
 
@@ -196,7 +196,7 @@ async def test_an_agent_that_never_answers_initialize_hits_a_deadline_naming_the
         out = outcome_of(await collect(await drv.run(request(tmp_path)), seconds=20))
     assert out.status == "error" and out.error_kind == "spawn", out
     assert "initialize" in (out.error or "") and "0.5s" in (out.error or "")
-    assert "agy_host.testing.fake_acp_agent" in (out.error or "")  # the command, named
+    assert "agy_host.testing.acp.agent" in (out.error or "")  # the command, named
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.skipif(not AGY_HOST.exists(), reason=f"agy-host console
 
 
 def fake(scenario: str) -> str:
-    return shlex.join([sys.executable, "-m", "agy_host.testing.fake_acp_agent", "--scenario", scenario])
+    return shlex.join([sys.executable, "-m", "agy_host.testing.acp.agent", "--scenario", scenario])
 
 
 def run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:

@@ -1,6 +1,6 @@
 """The engine contract suite (:mod:`agy_host.testing.contract`) against the
 ACP engine: each abstract scenario is a scenario of the fake ACP agent
-(``python -m agy_host.testing.fake_acp_agent``), spawned as a real
+(``python -m agy_host.testing.acp.agent``), spawned as a real
 subprocess by the real engine.
 
 The ``engine_harness`` fixture lives here rather than in a ``conftest.py``:

@@ -1,7 +1,7 @@
 """The ACP driver against the fake ACP agent: real subprocesses, real pipes.
 
 Each test builds an engine the way the host does (an EngineContext with a
-config), points it at ``python -m agy_host.testing.fake_acp_agent`` and runs
+config), points it at ``python -m agy_host.testing.acp.agent`` and runs
 turns. Timeouts are injected small through config and the turn request.
 """
 
@@ -47,7 +47,7 @@ class Fake:
         self.argv = [
             sys.executable,
             "-m",
-            "agy_host.testing.fake_acp_agent",
+            "agy_host.testing.acp.agent",
             "--scenario",
             scenario,
             "--log",
@@ -384,7 +384,7 @@ async def test_initialize_deadline_names_the_command(tmp_path: Path) -> None:
         out = outcome_of(await collect(await drv.run(req())))
     assert out.error_kind == "spawn"
     assert "did not answer initialize within 0.5s" in out.error
-    assert "fake_acp_agent" in out.error
+    assert "agy_host.testing.acp.agent" in out.error
 
 
 async def test_exit_before_initialize_and_missing_command(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@
   support. It answers a bounded number of requests and records each one.
 * :func:`make_archive`: a real zip with a real fake server inside:
   ``agy_acp_server.par`` is a shell script that execs
-  ``python -m agy_host.testing.fake_acp_agent`` (scenario from the
+  ``python -m agy_host.testing.acp.agent`` (scenario from the
   environment), plus a ``localharness_external`` of random bytes so the
   archive is big enough for progress and resume to mean something.
 * :func:`run_cli`: the real ``agy-host`` console script as a subprocess, with
@@ -53,7 +53,7 @@ def fake_server_script(*, exit_code: int | None = None) -> str:
         '[ -f "$ANTIGRAVITY_HARNESS_PATH" ] || { echo "fake agy: ANTIGRAVITY_HARNESS_PATH not set" >&2; exit 3; }\n'
         ': "${AGY_FAKE_ACP_SCENARIO:=happy}"\n'
         "export AGY_FAKE_ACP_SCENARIO\n"
-        f"exec {shlex.quote(sys.executable)} -m agy_host.testing.fake_acp_agent\n"
+        f"exec {shlex.quote(sys.executable)} -m agy_host.testing.acp.agent\n"
     )
 
 

@@ -33,7 +33,7 @@ AGY_METHODS = json.dumps(
 
 def fake(tmp_path: Path, scenario: str, *sets: str) -> tuple[str, Path]:
     log = tmp_path / "agent-log.jsonl"
-    argv = [sys.executable, "-m", "agy_host.testing.fake_acp_agent", "--scenario", scenario, "--log", str(log)]
+    argv = [sys.executable, "-m", "agy_host.testing.acp.agent", "--scenario", scenario, "--log", str(log)]
     for item in sets:
         argv += ["--set", item]
     return shlex.join(argv), log

@@ -1,6 +1,6 @@
 """Every ACP recording in the vendored fixtures, replayed through the engine.
 
-The replay agent (``python -m agy_host.testing.replay_agent FILE``) answers
+The replay agent (``python -m agy_host.testing.replay.agent FILE``) answers
 our real requests with the frames the real agent sent. One test per file; the
 expected activities come from reading the recording, never from our output.
 """
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.skipif(not RECORDED.exists(), reason="vendored recordin
 
 
 def replay_command(name: str, *extra: str) -> str:
-    return shlex.join([sys.executable, "-m", "agy_host.testing.replay_agent", str(RECORDED / name), *extra])
+    return shlex.join([sys.executable, "-m", "agy_host.testing.replay.agent", str(RECORDED / name), *extra])
 
 
 async def first_option(request: PermissionRequest) -> PermissionDecision:

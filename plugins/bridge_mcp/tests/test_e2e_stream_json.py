@@ -23,7 +23,7 @@ if not any(ep.name == "stream-json" for ep in metadata.entry_points(group="agy_h
 if not AGY_HOST.exists():
     pytest.skip(f"console script not installed next to {sys.executable}", allow_module_level=True)
 
-Agy = Any  # agy_host.testing.fake_agy.FakeAgyBin
+Agy = Any  # agy_host.testing.agy_cli.agent.FakeAgyBin
 
 
 @pytest.fixture

@@ -106,7 +106,7 @@ def test_without_the_plugin_edits_are_labels(
 
 @pytest.mark.skipif("stream-json" not in ENGINES, reason="the stream-json engine is not installed")
 def test_stream_json_edit_is_diffed_against_git(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
-    from agy_host.testing.fake_agy import make_fake_agy
+    from agy_host.testing.agy_cli.agent import make_fake_agy
 
     (repo / "app.py").write_text("def main():\n    print('hi')\n    return 0\n# the user's edit\n")  # dirty before
     new = "def main():\n    print('hello')\n    return 0\n# the user's edit\n"
@@ -150,7 +150,7 @@ def logging_git(tmp_path: Path, env: dict[str, str]) -> tuple[dict[str, str], Pa
 def test_no_baseline_is_taken_when_no_renderer_draws_diffs(env: dict[str, str], repo: Path, tmp_path: Path) -> None:
     """``--format json`` draws no diffs, so the turn start runs no ``git``;
     ``--format plain`` (which draws them) does, on the same turn."""
-    from agy_host.testing.fake_agy import make_fake_agy
+    from agy_host.testing.agy_cli.agent import make_fake_agy
 
     scenario = {"turns": [[{"say": "nothing to edit"}]]}
     agy = make_fake_agy(tmp_path / "fake-agy", scenario)

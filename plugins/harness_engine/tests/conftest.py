@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 import tomli_w
 
-from agy_host.testing.fake_model_api import ModelApiProcess
 from agy_host.testing.isolation import install_plugin, isolated_env
+from agy_host.testing.models.api import ModelApiProcess
 
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".cache" / "harness"

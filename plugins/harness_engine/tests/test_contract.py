@@ -11,7 +11,7 @@ from agy_host_harness.engine import HarnessEngine
 
 from agy_host.config import Config
 from agy_host.testing.contract import EngineContract, EngineHarness
-from agy_host.testing.fake_model_api import ModelApiProcess
+from agy_host.testing.models.api import ModelApiProcess
 
 _HAPPY = [[{"text": ["HE", "LLO"]}]]
 _TICKS = [{"text": "T0"}] + [e for _ in range(600) for e in ({"sleep": 0.1}, {"text": "tick "})]

@@ -9,7 +9,7 @@ from agy_host_harness.engine import HarnessEngine
 
 from agy_host.config import Config
 from agy_host.testing.contract import EngineHarness, collect, open_driver, outcome_of
-from agy_host.testing.fake_model_api import ModelApiProcess
+from agy_host.testing.models.api import ModelApiProcess
 
 
 class _Kit(EngineHarness):

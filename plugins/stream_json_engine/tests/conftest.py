@@ -1,6 +1,6 @@
 """The stream-json engine's harness for the engine contract suite
 (:mod:`agy_host.testing.contract`): each abstract scenario is a scenario of
-the fake agy (``python -m agy_host.testing.fake_agy``), spawned as a real
+the fake agy (``python -m agy_host.testing.agy_cli.agent``), spawned as a real
 subprocess by the real engine."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any, ClassVar
 import pytest
 
 from agy_host.config import Config
+from agy_host.testing.agy_cli.agent import make_fake_agy
 from agy_host.testing.contract import EngineHarness
-from agy_host.testing.fake_agy import make_fake_agy
 from agy_host_stream_json.engine import StreamJsonEngine
 
 _HAPPY = [{"say": ["HE", "LLO"]}]

@@ -1,7 +1,7 @@
 """Every recorded agy CLI run in the vendored fixtures, replayed through the engine.
 
 The recording is served by the replay agent (``python -m
-agy_host.testing.replay_agent FILE``: it writes the recorded stdout lines,
+agy_host.testing.replay.agent FILE``: it writes the recorded stdout lines,
 waits for each recorded stdin line, and exits with the recorded exit code
 once stdin closes), behind a small wrapper used as ``AGY_BIN`` that records
 the command line the engine built and, where the recording kept agy's
@@ -22,7 +22,7 @@ import trio
 
 from agy_host.contract.events import Activity, TextActivity, ToolDoneActivity, ToolErrorActivity, ToolStartActivity
 from agy_host.testing.contract import collect, outcome_of, text_of
-from agy_host.testing.recordings import AgentFrame, ClientFrame, read_recording
+from agy_host.testing.replay.recordings import AgentFrame, ClientFrame, read_recording
 from agy_host_stream_json.config import BinaryChoice
 from agy_host_stream_json.engine import StreamJsonEngine
 
@@ -43,7 +43,7 @@ class Replay:
         n = len(list(tmp.glob("agy-replay-*")))
         self.bin = tmp / f"agy-replay-{n}"
         self.args = tmp / f"agy-replay-{n}.args"
-        replay = shlex.join([sys.executable, "-m", "agy_host.testing.replay_agent", str(recording)])
+        replay = shlex.join([sys.executable, "-m", "agy_host.testing.replay.agent", str(recording)])
         lines = ["#!/bin/sh", f"printf '%s\\n' --spawn-- \"$@\" >> {shlex.quote(str(self.args))}"]
         if stderr is not None:
             lines.append(f"cat {shlex.quote(str(stderr))} >&2")

@@ -1,6 +1,6 @@
 """A tiny ACP agent that writes exactly the bytes a reliability test needs.
 
-The shared fake agent (``agy_host.testing.fake_acp_agent``) speaks tidy
+The shared fake agent (``agy_host.testing.acp.agent``) speaks tidy
 ACP; the cases here need what no tidy agent sends (a line of exactly
 64 MiB, invalid UTF-8, a duplicate response id) or a volume where every
 message must be distinguishable (a million numbered chunks). Stdlib only,

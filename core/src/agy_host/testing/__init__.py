@@ -1,16 +1,21 @@
 """The agy-host testing kit: real agent executables with scripted behaviour.
 
 Engines are only trustworthy when tested against a process that speaks the
-real wire format over real pipes, so the kit ships agents rather than mocks:
+real wire format over real pipes, so the kit ships agents rather than mocks,
+grouped by what they fake:
 
-* ``python -m agy_host.testing.fake_acp_agent``: an ACP agent scripted by a
-  scenario (built-in names such as ``happy``, ``permission``,
+* ``acp/``: ``python -m agy_host.testing.acp.agent``, an ACP agent scripted
+  by a scenario (built-in names such as ``happy``, ``permission``,
   ``cancel-unsupported``, or a JSON/TOML file). Format:
-  :mod:`agy_host.testing.fake_acp_agent`.
-* ``python -m agy_host.testing.replay_agent FILE``: serves one recording of
-  a real agent, answering the recorded requests with the recorded frames.
-* :mod:`agy_host.testing.recordings`: one parser for every recorder's line
-  format (ACP and stream-json recordings alike).
+  :mod:`agy_host.testing.acp.agent`.
+* ``agy_cli/``: ``python -m agy_host.testing.agy_cli.agent``, the ``agy`` CLI
+  in stream-json and print mode.
+* ``models/``: ``python -m agy_host.testing.models.api``, a scripted model
+  API (Gemini SSE, OpenAI chat completions) for the real harness binary.
+* ``replay/``: ``python -m agy_host.testing.replay.agent FILE`` serves one
+  recording of a real agent, answering the recorded requests with the
+  recorded frames; :mod:`agy_host.testing.replay.recordings` is one parser
+  for every recorder's line format.
 * :mod:`agy_host.testing.pytest_plugin` (loaded automatically by pytest):
   fixtures ``agy_host_home``, ``fake_acp_agent``, ``replay_agent``,
   ``recordings_dir``.
@@ -41,19 +46,19 @@ _EXPORTS = {
     "RawOutput": "agy_host.testing.client",
     "chunk_texts": "agy_host.testing.client",
     "is_update": "agy_host.testing.client",
-    "AgentFrame": "agy_host.testing.recordings",
-    "ClientFrame": "agy_host.testing.recordings",
-    "Note": "agy_host.testing.recordings",
-    "RawLine": "agy_host.testing.recordings",
-    "RecordingEvent": "agy_host.testing.recordings",
-    "RecordingError": "agy_host.testing.recordings",
-    "parse_line": "agy_host.testing.recordings",
-    "parse_lines": "agy_host.testing.recordings",
-    "read_recording": "agy_host.testing.recordings",
-    "Scenario": "agy_host.testing.scenario",
-    "ScenarioError": "agy_host.testing.scenario",
-    "load_scenario": "agy_host.testing.scenario",
-    "BUILTIN_SCENARIOS": "agy_host.testing.scenarios",
+    "AgentFrame": "agy_host.testing.replay.recordings",
+    "ClientFrame": "agy_host.testing.replay.recordings",
+    "Note": "agy_host.testing.replay.recordings",
+    "RawLine": "agy_host.testing.replay.recordings",
+    "RecordingEvent": "agy_host.testing.replay.recordings",
+    "RecordingError": "agy_host.testing.replay.recordings",
+    "parse_line": "agy_host.testing.replay.recordings",
+    "parse_lines": "agy_host.testing.replay.recordings",
+    "read_recording": "agy_host.testing.replay.recordings",
+    "Scenario": "agy_host.testing.acp.scenario",
+    "ScenarioError": "agy_host.testing.acp.scenario",
+    "load_scenario": "agy_host.testing.acp.scenario",
+    "BUILTIN_SCENARIOS": "agy_host.testing.acp.scenarios",
     "AgyHostHome": "agy_host.testing.pytest_plugin",
 }
 

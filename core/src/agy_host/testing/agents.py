@@ -21,8 +21,8 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-FAKE_MODULE = "agy_host.testing.fake_acp_agent"
-REPLAY_MODULE = "agy_host.testing.replay_agent"
+FAKE_MODULE = "agy_host.testing.acp.agent"
+REPLAY_MODULE = "agy_host.testing.replay.agent"
 
 
 @dataclass

@@ -134,7 +134,7 @@ def fake_agy(tmp_path: Path) -> Callable[..., Any]:
     ``fake_agy("tools", build="1.1.24") -> FakeAgyBin``; put its ``env``
     (``AGY_BIN``) into the engine's environment. The scenario may be a
     built-in name, a file, or a dict; keyword options override scenario keys."""
-    from agy_host.testing.fake_agy import make_fake_agy
+    from agy_host.testing.agy_cli.agent import make_fake_agy
 
     workdir = tmp_path / "fake-agy"
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.testing.recordings import (
+from agy_host.testing.replay.recordings import (
     AgentFrame,
     ClientFrame,
     Note,

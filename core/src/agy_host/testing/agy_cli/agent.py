@@ -1,6 +1,6 @@
 """A fake ``agy`` CLI for tests: the stream-json dialect, scripted by a scenario.
 
-Run ``python -m agy_host.testing.fake_agy [agy flags]``; tests use the
+Run ``python -m agy_host.testing.agy_cli.agent [agy flags]``; tests use the
 wrapper script :func:`make_fake_agy` writes (the ``fake_agy`` fixture) as
 ``AGY_BIN``. Flags are parsed as agy's Go ``flag`` package does (``--f v``,
 ``--f=v``; exit 2 on a bad one) and honoured: ``--model``/``--effort`` are
@@ -365,8 +365,8 @@ class FakeAgy:
 
         import msgspec
 
-        from agy_host.testing import _fake_mcp as mcp
-        from agy_host.testing.scenario import McpCall
+        from agy_host.testing import _mcp as mcp
+        from agy_host.testing.acp.scenario import McpCall
 
         step = msgspec.convert(spec, McpCall)
         try:
@@ -556,7 +556,7 @@ def make_fake_agy(workdir: Path, scenario: str | dict[str, Any] = "happy", **set
     n = len(list(workdir.glob("agy-*")))
     spec = json.dumps(scenario) if isinstance(scenario, dict) else scenario
     log, state, wrapper = workdir / f"fake-agy-{n}.log", workdir / f"fake-agy-state-{n}", workdir / f"agy-{n}"
-    cmd = [sys.executable, "-m", "agy_host.testing.fake_agy", "--fake-scenario", spec, "--fake-log", str(log)]
+    cmd = [sys.executable, "-m", "agy_host.testing.agy_cli.agent", "--fake-scenario", spec, "--fake-log", str(log)]
     cmd += ["--fake-state", str(state)]
     for key, value in settings.items():
         cmd += ["--fake-set", f"{key}={json.dumps(value)}"]

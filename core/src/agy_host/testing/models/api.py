@@ -1,7 +1,7 @@
 """A scripted model API over real HTTP, for agents that call a model endpoint
 themselves (Antigravity's local harness, any OpenAI-compatible client).
 
-Run ``python -m agy_host.testing.fake_model_api --script FILE|JSON
+Run ``python -m agy_host.testing.models.api --script FILE|JSON
 [--port-file F] [--log F] [--api-key K]``; it listens on 127.0.0.1 (an
 ephemeral port unless ``--port``), writes the port to ``--port-file`` once it
 accepts connections, and serves two dialects:
@@ -476,9 +476,7 @@ async def main_async(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m agy_host.testing.fake_model_api", description=__doc__.split("\n")[0]
-    )
+    parser = argparse.ArgumentParser(prog="python -m agy_host.testing.models.api", description=__doc__.split("\n")[0])
     parser.add_argument("--script", default='{"turns": [[[{"echo": true}]]]}', help="script file or JSON")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--port-file", help="write the port here once listening")
@@ -498,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 class ModelApiProcess:
-    """``python -m agy_host.testing.fake_model_api`` as a child of the test:
+    """``python -m agy_host.testing.models.api`` as a child of the test:
     ``url`` once it listens, ``requests()`` what it was sent, ``close()``."""
 
     def __init__(self, workdir: Path, script: dict[str, Any], *, api_key: str | None = None) -> None:
@@ -511,7 +509,7 @@ class ModelApiProcess:
         self.log_path = workdir / "model-requests.jsonl"
         port_file = workdir / "model-port"
         port_file.unlink(missing_ok=True)
-        argv = [sys.executable, "-m", "agy_host.testing.fake_model_api", "--script", str(self.script_path)]
+        argv = [sys.executable, "-m", "agy_host.testing.models.api", "--script", str(self.script_path)]
         argv += ["--port-file", str(port_file), "--log", str(self.log_path)]
         if api_key is not None:
             argv += ["--api-key", api_key]

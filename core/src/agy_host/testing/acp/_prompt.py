@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from agy_host.testing import _wire
-from agy_host.testing.scenario import (
+from agy_host.testing.acp.scenario import (
     Chunk,
     Crash,
     Echo,
@@ -38,7 +38,7 @@ from agy_host.testing.scenario import (
 )
 
 if TYPE_CHECKING:
-    from agy_host.testing.fake_acp_agent import FakeAcpAgent
+    from agy_host.testing.acp.agent import FakeAcpAgent
 
 
 def subst(obj: Any, session_id: str) -> Any:
@@ -201,7 +201,7 @@ class PromptRun:
         return "".join(parts) if not resources else "\n".join(parts)
 
     def _mcp_call(self, step: McpCall) -> None:
-        from agy_host.testing import _fake_mcp as mcp
+        from agy_host.testing import _mcp as mcp
 
         try:
             server = mcp.pick_server(self.agent.mcp_servers(self.session_id), step.server)

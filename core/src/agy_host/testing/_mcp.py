@@ -35,7 +35,7 @@ CLIENT_INFO = {"name": "fake-acp-agent", "version": "fake-1"}
 
 
 if TYPE_CHECKING:
-    from agy_host.testing.scenario import McpCall
+    from agy_host.testing.acp.scenario import McpCall
 
 
 class McpCallFailed(Exception):

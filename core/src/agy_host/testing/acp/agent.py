@@ -1,6 +1,6 @@
 """A real ACP agent executable for tests, scripted by a scenario.
 
-Run it as ``python -m agy_host.testing.fake_acp_agent [options]``. It speaks
+Run it as ``python -m agy_host.testing.acp.agent [options]``. It speaks
 newline-delimited JSON-RPC 2.0 on stdin/stdout like any ACP agent, so a test
 exercises the host's real spawn, framing, timers and kill paths; only what
 the agent *says* is scripted. It imports the standard library and msgspec
@@ -127,8 +127,8 @@ from typing import Any, NoReturn
 import msgspec
 
 from agy_host.testing import _wire
-from agy_host.testing._fake_prompt import Pending, PromptRun
-from agy_host.testing.scenario import Scenario, ScenarioError, load_scenario, parse_value
+from agy_host.testing.acp._prompt import Pending, PromptRun
+from agy_host.testing.acp.scenario import Scenario, ScenarioError, load_scenario, parse_value
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
@@ -524,7 +524,7 @@ def _install_sigterm(scenario: Scenario, log: _wire.MessageLog) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m agy_host.testing.fake_acp_agent",
+        prog="python -m agy_host.testing.acp.agent",
         description="A scripted ACP agent for tests (see the module docstring for the scenario format).",
     )
     p.add_argument("--scenario", help="built-in name or .json/.toml path (env AGY_FAKE_ACP_SCENARIO)")
@@ -557,7 +557,7 @@ def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None
     env = os.environ if env is None else env
     args = _parser().parse_args(argv)
     if args.list:
-        from agy_host.testing.scenarios import BUILTIN
+        from agy_host.testing.acp.scenarios import BUILTIN
 
         for name, raw in sorted(BUILTIN.items()):
             print(f"{name:24} {raw.get('description', '')}")

@@ -1,4 +1,4 @@
-"""Serve one recording as an agent: ``python -m agy_host.testing.replay_agent FILE``.
+"""Serve one recording as an agent: ``python -m agy_host.testing.replay.agent FILE``.
 
 The agent waits for the client's next recorded message; when it arrives it
 writes the agent frames that followed it in the recording, then waits again.
@@ -11,7 +11,7 @@ What makes a replay usable against a real client:
 * ``_raw`` lines are written verbatim; recorded session ids are kept, so the
   client must use the ones it was given;
 * recordings without the client's side (htui) get a synthesised handshake
-  (see :mod:`agy_host.testing.replay_script`).
+  (see :mod:`agy_host.testing.replay.script`).
 
 A request that is not the recording's next one gets JSON-RPC -32603 whose
 message says what was expected, and the same text goes to stderr, so a test
@@ -37,8 +37,8 @@ from typing import Any
 import msgspec
 
 from agy_host.testing import _wire
-from agy_host.testing.recordings import RecordingError, is_response
-from agy_host.testing.replay_script import SYNTH_SESSION_ID, Emit, EmitRaw, ExitCode, Expect, ScriptItem, load_script
+from agy_host.testing.replay.recordings import RecordingError, is_response
+from agy_host.testing.replay.script import SYNTH_SESSION_ID, Emit, EmitRaw, ExitCode, Expect, ScriptItem, load_script
 
 INTERNAL_ERROR = -32603
 PARSE_ERROR = -32700
@@ -172,7 +172,7 @@ class Replayer:
 def main(argv: Sequence[str] | None = None, env: Mapping[str, str] | None = None) -> int:
     env = os.environ if env is None else env
     p = argparse.ArgumentParser(
-        prog="python -m agy_host.testing.replay_agent", description="Serve one recording as an ACP agent."
+        prog="python -m agy_host.testing.replay.agent", description="Serve one recording as an ACP agent."
     )
     p.add_argument("recording", help="a recorded .jsonl file")
     p.add_argument("--log", help="append received messages here (env AGY_REPLAY_AGENT_LOG)")

@@ -4,7 +4,7 @@ A scenario is a JSON or TOML object. Agent-level keys say how the agent
 behaves on the protocol (handshake, auth, load, cancel, signals); ``prompts``
 lists, for the 1st, 2nd, ... ``session/prompt``, the steps to run (the last
 list repeats for every later prompt; ``prompt`` is shorthand for one list).
-The full key list is in :mod:`agy_host.testing.fake_acp_agent`'s docstring.
+The full key list is in :mod:`agy_host.testing.acp.agent`'s docstring.
 
 Steps are written as one-key objects, ``{"chunk": "HE"}``, ``{"sleep": 0.02}``,
 so scenario files stay short; :func:`normalize_step` turns them into the
@@ -447,7 +447,7 @@ def merge_keys(raw: dict[str, Any], new: Mapping[str, Any]) -> None:
 
 def raw_scenario(spec: str | Mapping[str, Any] | None, *, _depth: int = 0) -> dict[str, Any]:
     """The scenario's keys with ``extends`` resolved (shallow: later keys win)."""
-    from agy_host.testing.scenarios import BUILTIN
+    from agy_host.testing.acp.scenarios import BUILTIN
 
     if _depth > 8:
         raise ScenarioError("scenario 'extends' chain is too deep (a loop?)")
