@@ -149,39 +149,16 @@ def _resume_hint(opts: AskOptions) -> str:
 
 
 def ask_command(state: CliState, opts: AskOptions) -> int:
-    from agy_host.cli.chat_cmd import apply_overrides
-    from agy_host.engine.base import EngineError
-    from agy_host.runtime.prompt_input import PromptInputError, prepare
-
-    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
-    apply_overrides(host, opts.system_prompt, opts.digest)
     if opts.mode == "plan":
         from agy_host.cli.ask_plan import ask_plan
 
+        host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
         return ask_plan(host, opts)
     try:
-        engine = host.load_engine()
-    except EngineError as exc:
-        return _early(opts, host, str(exc), ExitCode.ERROR)
-    if opts.resume and host.store.get(engine.store_key(opts.session)) is None:
-        listing = ", ".join(host.session_names(engine)) or "none"
-        return _early(
-            opts,
-            host,
-            f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})",
-            ExitCode.NO_SUCH_SESSION,
-        )
-    try:
-        blocks = prepare(
-            opts.prompt,
-            engine,
-            cwd=opts.cwd,
-            files=opts.files,
-            images=opts.images,
-            max_bytes=host.config.prompt.max_attachment_bytes,
-        )
-    except PromptInputError as exc:
-        return _early(opts, host, str(exc), ExitCode.USAGE)
+        host, engine = opt.open_host(state, opts)
+        blocks = opt.prompt_blocks(host, engine, opts, opts.prompt)
+    except opt.SetupFailed as exc:
+        return _early(opts, exc.host, exc.message, exc.code)
     import trio
 
     started = time.monotonic()

@@ -51,14 +51,6 @@ class ChatOptions(TurnOptions, kw_only=True):
     """``chat``'s options: the shared turn options (files are attached per message)."""
 
 
-def apply_overrides(host: Host, system_prompt: str | None, digest: bool | None) -> None:
-    """Command-line prompt switches win over the config (for this command only)."""
-    if system_prompt is not None:
-        host.config.system_prompt = system_prompt
-    if digest is not None:
-        host.config.prompt.digest = digest
-
-
 class Chat:
     """The REPL: reads messages, runs turns, dispatches slash commands."""
 
@@ -205,24 +197,11 @@ def register(app: typer.Typer, state: CliState) -> None:
 
 
 def chat_command(state: CliState, opts: ChatOptions) -> int:
-    from agy_host.engine.base import EngineError
-
-    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
-    apply_overrides(host, opts.system_prompt, opts.digest)
-    renderers = host.plugins.renderers()
-    factory = renderers.get(opts.fmt)
-    if factory is None:
-        fail(f"unknown --format {opts.fmt!r}; available: {', '.join(sorted(renderers))}", ExitCode.USAGE)
     try:
-        engine = host.load_engine()
-    except EngineError as exc:
-        fail(str(exc))
-    if opts.resume and host.store.get(engine.store_key(opts.session)) is None:
-        listing = ", ".join(host.session_names(engine)) or "none"
-        fail(
-            f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})",
-            ExitCode.NO_SUCH_SESSION,
-        )
+        host, _engine = opt.open_host(state, opts)
+    except opt.SetupFailed as exc:
+        fail(exc.message, exc.code)
+    factory = opt.renderer_factory(host, opts.fmt)
     import trio
 
     try:
@@ -247,11 +226,9 @@ def _editor(host: Host) -> LineEditor | PipeReader:
 async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.contract.rendering import DiffSource, RenderOptions
     from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
 
-    diffs = DiffSource(host.plugins.render_diff, opts.cwd)
-    renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose, diffs=diffs))
+    renderer, diffs = opt.build_renderer(host, opts, factory)
     editor = _editor(host)
     chat = Chat(state, host, opts, renderer, editor)
     code: int = ExitCode.OK
@@ -283,4 +260,4 @@ async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: R
     return code
 
 
-__all__ = ["CHAT_HELP", "Chat", "ChatOptions", "apply_overrides", "chat_command", "register"]
+__all__ = ["CHAT_HELP", "Chat", "ChatOptions", "chat_command", "register"]

@@ -121,8 +121,8 @@ async def _mode(chat: Chat, rest: str) -> None:
 @command("/engine", "[NAME]")
 async def _engine(chat: Chat, rest: str) -> None:
     """Show the engine, or continue this session on engine NAME."""
-    from agy_host.cli.chat_cmd import apply_overrides
     from agy_host.cli.sessions_cmd import resume_note
+    from agy_host.cli.turn_options import apply_overrides
 
     assert chat.runtime is not None
     current = chat.runtime.engine.ENGINE_NAME

@@ -101,39 +101,14 @@ def register(app: typer.Typer, state: CliState) -> None:
 
 def run_command(state: CliState, opts: RunOptions) -> int:
     """Everything up to the trio loop: host, renderer, engine, resume check."""
-    from agy_host.cli.chat_cmd import apply_overrides
     from agy_host.cli.sessions_cmd import resume_note
-    from agy_host.engine.base import EngineError
-    from agy_host.runtime.prompt_input import PromptInputError, prepare
 
-    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
-    apply_overrides(host, opts.system_prompt, opts.digest)
-    renderers = host.plugins.renderers()
-    factory = renderers.get(opts.fmt)
-    if factory is None:
-        fail(f"unknown --format {opts.fmt!r}; available: {', '.join(sorted(renderers))}", ExitCode.USAGE)
     try:
-        engine = host.load_engine()
-    except EngineError as exc:
-        _early_exit(opts, str(exc), ExitCode.ERROR)
-    if opts.resume and host.store.get(engine.store_key(opts.session)) is None:
-        listing = ", ".join(host.session_names(engine)) or "none"
-        _early_exit(
-            opts,
-            f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})",
-            ExitCode.NO_SUCH_SESSION,
-        )
-    try:
-        opts.blocks = prepare(
-            opts.prompt,
-            engine,
-            cwd=opts.cwd,
-            files=opts.files,
-            images=opts.images,
-            max_bytes=host.config.prompt.max_attachment_bytes,
-        )
-    except PromptInputError as exc:
-        _early_exit(opts, str(exc), ExitCode.USAGE)
+        host, engine = opt.open_host(state, opts)
+        opts.blocks = opt.prompt_blocks(host, engine, opts, opts.prompt)
+    except opt.SetupFailed as exc:
+        _early_exit(opts, exc.message, exc.code)
+    factory = opt.renderer_factory(host, opts.fmt)
     note = None if opts.generated_session else resume_note(host, engine, opts.session)
     if note:
         host.warn(note)
@@ -168,11 +143,9 @@ def _early_exit(opts: RunOptions, message: str, code: int) -> NoReturn:
 async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.contract.rendering import DiffSource, RenderOptions
     from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
 
-    diffs = DiffSource(host.plugins.render_diff, opts.cwd)
-    renderer = factory(RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose, diffs=diffs))
+    renderer, diffs = opt.build_renderer(host, opts, factory)
     result: TurnResult | None = None
     error = ""
     session: SessionRuntime | None = None

@@ -20,6 +20,11 @@ from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
+    from agy_host.cli.app import CliState
+    from agy_host.contract.prompt import PromptBlock
+    from agy_host.contract.rendering import DiffSource, Renderer, RendererFactory
+    from agy_host.engine.base import Engine as EngineT
+    from agy_host.runtime.host import Host
     from agy_host.runtime.session import TurnSettings
 
 SESSION_HELP = "Host session to create or continue (letters, digits, . _ - : only)."
@@ -148,6 +153,84 @@ def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+class SetupFailed(Exception):
+    """The command cannot start a turn: ``message`` for the user, ``code`` to exit with."""
+
+    def __init__(self, message: str, code: int, host: Host) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.host = host
+
+
+def apply_overrides(host: Host, system_prompt: str | None, digest: bool | None) -> None:
+    """Command-line prompt switches win over the config (for this command only)."""
+    if system_prompt is not None:
+        host.config.system_prompt = system_prompt
+    if digest is not None:
+        host.config.prompt.digest = digest
+
+
+def open_host(state: CliState, opts: TurnOptions) -> tuple[Host, EngineT]:
+    """The host with the command line's overrides and its engine loaded; a
+    ``--resume`` of a session the engine does not know is refused (exit 4).
+    Raises :class:`SetupFailed`; each command reports it its own way (a JSON
+    consumer still gets its closing document)."""
+    from agy_host.engine.base import EngineError
+
+    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
+    apply_overrides(host, opts.system_prompt, opts.digest)
+    try:
+        engine = host.load_engine()
+    except EngineError as exc:
+        raise SetupFailed(str(exc), ExitCode.ERROR, host) from exc
+    if opts.resume and host.store.get(engine.store_key(opts.session)) is None:
+        listing = ", ".join(host.session_names(engine)) or "none"
+        message = f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})"
+        raise SetupFailed(message, ExitCode.NO_SUCH_SESSION, host)
+    return host, engine
+
+
+def prompt_blocks(host: Host, engine: EngineT, opts: TurnOptions, prompt: str) -> list[PromptBlock]:
+    """The prompt's blocks: its text, ``@path`` and ``--file`` resources,
+    ``--image`` images, checked against what the engine takes (exit 2)."""
+    from agy_host.runtime.prompt_input import PromptInputError, prepare
+
+    try:
+        return prepare(
+            prompt,
+            engine,
+            cwd=opts.cwd,
+            files=opts.files,
+            images=opts.images,
+            max_bytes=host.config.prompt.max_attachment_bytes,
+        )
+    except PromptInputError as exc:
+        raise SetupFailed(str(exc), ExitCode.USAGE, host) from exc
+
+
+def renderer_factory(host: Host, fmt: str) -> RendererFactory:
+    """The ``--format`` renderer, or exit 2 naming the ones there are."""
+    renderers = host.plugins.renderers()
+    factory = renderers.get(fmt)
+    if factory is None:
+        fail(f"unknown --format {fmt!r}; available: {', '.join(sorted(renderers))}", ExitCode.USAGE)
+    return factory
+
+
+def build_renderer(host: Host, opts: TurnOptions, factory: RendererFactory) -> tuple[Renderer, DiffSource]:
+    """A renderer on stdout that may draw diffs of edits (through the
+    command's plugins, against the agent's working directory), and the
+    diff source the runtime asks whether anyone draws them."""
+    import sys
+
+    from agy_host.contract.rendering import DiffSource, RenderOptions
+
+    diffs = DiffSource(host.plugins.render_diff, opts.cwd)
+    options = RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=opts.verbose, diffs=diffs)
+    return factory(options), diffs
+
+
 #: Parameters that reach :class:`TurnOptions` under their own name, unchanged.
 _PASSED = ("engine", "agent", "model", "effort", "mode", "fmt", "permissions", "skip_permissions", "verbose", "digest")
 
@@ -166,10 +249,15 @@ __all__ = [
     "Permissions",
     "Resume",
     "Session",
+    "SetupFailed",
     "SkipPermissions",
     "SystemPrompt",
     "Timeout",
     "TurnOptions",
     "Verbose",
+    "build_renderer",
     "common",
+    "open_host",
+    "prompt_blocks",
+    "renderer_factory",
 ]
