@@ -24,8 +24,8 @@ from agy_host.contract.events import (
     ToolErrorActivity,
     ToolStartActivity,
 )
-from agy_host.contract.prompt import ImageBlock, TextBlock
-from agy_host.contract.prompt_parts import SYSTEM_END, SYSTEM_PREAMBLE
+from agy_host.contract.prompt import ImageBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt_parts import PROMPT_SEPARATOR, SYSTEM_END, SYSTEM_PREAMBLE
 from agy_host.engine.base import McpServerSpec
 from agy_host.engine.turn import TurnFailed
 
@@ -163,6 +163,23 @@ def test_the_system_block_moves_to_the_config_and_the_rest_is_user_input() -> No
     assert prompting.split_system([TextBlock(text="plain")]) == ("", [TextBlock(text="plain")])
     with pytest.raises(TurnFailed, match="empty"):
         prompting.user_parts([TextBlock(text="  ")])
+
+
+def test_the_user_input_reads_as_on_the_other_engines() -> None:
+    """The turn layer joins the system block to the rest with the prompt
+    separator; it leaves with the block. The host's own context (the digest)
+    goes as its text alone, a file under its URI."""
+    block = f"{SYSTEM_PREAMBLE}\n\nBe brief.\n\n{SYSTEM_END}"
+    system, rest = prompting.split_system([TextBlock(text=f"{block}{PROMPT_SEPARATOR}first question")])
+    assert system == block and prompting.user_parts(rest) == [{"text": "first question"}]
+    parts = prompting.user_parts(
+        [
+            ResourceBlock(uri="urn:agy-host:context-digest/s/2", text="DIGEST"),
+            ResourceBlock(uri="file:///p/a.py", text="print(1)"),
+            TextBlock(text="go"),
+        ]
+    )
+    assert parts == [{"text": "DIGEST"}, {"text": "[file:///p/a.py]\nprint(1)"}, {"text": "go"}]
 
 
 def _profile(**kw: Any) -> harness_config.Profile:

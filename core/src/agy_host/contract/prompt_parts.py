@@ -15,6 +15,11 @@ SYSTEM_PREAMBLE = (
     "conversation. They are sent once, with its first message.]"
 )
 SYSTEM_END = "[END SYSTEM PROMPT]"
+#: Between the system block, the host context and the user's part of a prompt.
+PROMPT_SEPARATOR = "\n\n---\n\n"
+#: Host resources (the context digest) have URIs under this prefix; an
+#: engine that inlines them sends their text alone, as the others do.
+HOST_URI_PREFIX = "urn:agy-host:"
 
 
 class PromptContext(msgspec.Struct, kw_only=True):
@@ -40,4 +45,4 @@ class PromptPart(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str = ""
 
 
-__all__ = ["SYSTEM_END", "SYSTEM_PREAMBLE", "PromptContext", "PromptPart"]
+__all__ = ["HOST_URI_PREFIX", "PROMPT_SEPARATOR", "SYSTEM_END", "SYSTEM_PREAMBLE", "PromptContext", "PromptPart"]

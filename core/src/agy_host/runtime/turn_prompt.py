@@ -13,14 +13,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from agy_host.contract.prompt import PromptBlock, ResourceBlock, TextBlock, prompt_text
-from agy_host.contract.prompt_parts import PromptPart
+from agy_host.contract.prompt_parts import PROMPT_SEPARATOR, PromptPart
 from agy_host.service.roundtrip_text import late_result_images, late_result_prompt
 
 if TYPE_CHECKING:
     from agy_host.service.roundtrips import LateResult
-
-#: Between the system block, the host context and the user's part of a prompt.
-PROMPT_SEPARATOR = "\n\n---\n\n"
 
 
 def assemble_prompt(
