@@ -169,7 +169,8 @@ CODE_WORDS = re.compile(r"\b(G(1|9|10)|Gate [A-Z])\b")
 def test_help_speaks_words_not_spec_codes(command: str) -> None:
     from typer.testing import CliRunner
 
-    from agy_host.cli.app import CliState, build_app
+    from agy_host.cli.app import build_app
+    from agy_host.cli.state import CliState
 
     state = CliState(env={})
     app = build_app(state)

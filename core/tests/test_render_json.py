@@ -15,7 +15,7 @@ import msgspec
 import pytest
 
 from agy_host.builtins.renderers import JsonRenderer, QuietRenderer
-from agy_host.cli.ask_cmd import AskReport
+from agy_host.cli.ask_report import AskReport
 from agy_host.cli.exit_codes import EXIT_CODES
 from agy_host.contract import events
 from agy_host.contract.rendering import RenderOptions

@@ -81,8 +81,8 @@ def test_clear_needs_confirmation_without_a_terminal(cli: Cli) -> None:
 def test_a_session_on_another_engine_is_not_silently_a_new_conversation(
     cli: Cli, agy_host_home: Any, echo_plugin: Any
 ) -> None:
-    from agy_host.cli.app import CliState
     from agy_host.cli.sessions_cmd import resume_note
+    from agy_host.cli.state import CliState
 
     cli("run", "--session", "moved", "x")
     state = CliState(extra_plugins=[echo_plugin])

@@ -7,7 +7,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from agy_host.cli.app import CliState, build_app
+from agy_host.cli.app import build_app
+from agy_host.cli.state import CliState
 
 SHARED = [
     "--session",

@@ -9,7 +9,6 @@ registration stay cheap. Plugins add commands through the
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated
@@ -17,10 +16,10 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from agy_host.cli.exit_codes import ExitCode, epilog
+from agy_host.cli.state import CliState
 
 if TYPE_CHECKING:
-    from agy_host.plugins import Plugins
-    from agy_host.runtime.host import Host
+    pass
 
 HELP = """Drive coding agents (Google Antigravity first) from the terminal.
 
@@ -34,36 +33,6 @@ separate packages; `agy-host plugins` lists what is installed and
 Config: $XDG_CONFIG_HOME/agy-host/config.toml (`agy-host config path`);
 environment variables AGY_HOST_* override it, command-line flags override both.
 """
-
-
-class CliState:
-    """What every command shares: the environment, in-process plugins, and
-    one plugin manager (loaded once, before commands are registered)."""
-
-    def __init__(self, *, extra_plugins: Sequence[object] = (), env: Mapping[str, str] | None = None) -> None:
-        self._env = env
-        self.extra_plugins = list(extra_plugins)
-        self._plugins: Plugins | None = None
-
-    @property
-    def env(self) -> Mapping[str, str]:
-        return os.environ if self._env is None else self._env
-
-    @property
-    def plugins(self) -> Plugins:
-        if self._plugins is None:
-            from agy_host.plugins import Plugins
-
-            plugins = Plugins(self.env)
-            for plugin in self.extra_plugins:
-                plugins.register(plugin, name=getattr(plugin, "name", None) or type(plugin).__name__)
-            self._plugins = plugins
-        return self._plugins
-
-    def host(self, *, engine: str | None = None, agent: str | None = None, permissions: str | None = None) -> Host:
-        from agy_host.runtime.host import Host
-
-        return Host(env=self.env, engine=engine, agent=agent, permissions=permissions, plugins=self.plugins)
 
 
 def _version(value: bool) -> None:

@@ -14,25 +14,22 @@ says so when it is the selected engine.
 
 from __future__ import annotations
 
-import sys
 import time
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated
 
-import msgspec
 import typer
 
 from agy_host.cli import turn_options as opt
+from agy_host.cli.ask_report import AskReport, exit_code_of, print_report, status_of
 from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode, epilog
 from agy_host.cli.turn_options import TurnOptions
 
 if TYPE_CHECKING:
-    from agy_host.cli.app import CliState
+    from agy_host.cli.state import CliState
     from agy_host.contract.prompt import PromptBlock
     from agy_host.runtime.host import Host
     from agy_host.runtime.turn_layer import TurnResult
-
-AskStatus = Literal["ok", "aborted", "timeout", "error"]
 
 ASK_HELP = """Ask the agent once and report the answer, duration, status and session.
 
@@ -48,57 +45,8 @@ the ACP engine has no plan mode. Files: `@path` in the prompt, --file PATH,
 """
 
 
-class AskReport(msgspec.Struct, kw_only=True):
-    """What ``ask --format json`` prints (see docs/json-events.md)."""
-
-    version: int = 1
-    type: str = "ask"
-    status: AskStatus
-    text: str
-    duration_s: float
-    session: str
-    conversation_id: str | None = None
-    engine: str
-    mode: str | None = None
-    exit_code: int
-    error: str | None = None
-    usage: Any = None
-    #: The command that continues this conversation.
-    resume: str | None = None
-
-
 class AskOptions(TurnOptions, kw_only=True):
     prompt: str
-
-
-def status_of(result: TurnResult | None) -> AskStatus:
-    if result is None or result.stop_reason == "aborted":
-        return "aborted"
-    if result.stop_reason == "error":
-        return "timeout" if result.error_kind in ("timeout", "inactivity") else "error"
-    return "ok"
-
-
-def exit_code_of(status: AskStatus) -> int:
-    return {"ok": ExitCode.OK, "aborted": ExitCode.INTERRUPTED, "timeout": ExitCode.TIMEOUT}.get(status, ExitCode.ERROR)
-
-
-def print_report(report: AskReport, fmt: str) -> None:
-    if fmt == "json":
-        sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
-        sys.stdout.flush()
-        return
-    if report.text:
-        sys.stdout.write(report.text if report.text.endswith("\n") else report.text + "\n")
-        sys.stdout.flush()
-    parts = [f"[ask] {report.status} in {report.duration_s:.1f}s", f"session {report.session}"]
-    if report.conversation_id:
-        parts.append(f"conversation {report.conversation_id}")
-    if report.error:
-        parts.append(f"error: {report.error}")
-    if report.resume:
-        parts.append(f"continue: {report.resume}")
-    print("; ".join(parts), file=sys.stderr, flush=True)
 
 
 def register(app: typer.Typer, state: CliState) -> None:

@@ -30,7 +30,7 @@ NEEDS_ENGINE = (
 
 def ask_plan(host: Any, opts: Any) -> int:
     """``ask --mode plan`` end to end: planner, resume, run, report, binding."""
-    from agy_host.cli.ask_cmd import AskReport, exit_code_of, print_report
+    from agy_host.cli.ask_report import AskReport, exit_code_of, print_report
     from agy_host.engine.base import EngineError, PlanRequest, load_engine_class
     from agy_host.runtime.store import SessionBinding, utc_now
     from agy_host.service.roundtrips import delegated_agent

@@ -25,8 +25,8 @@ from agy_host.cli.exit_codes import ExitCode, epilog
 from agy_host.cli.turn_options import TurnOptions
 
 if TYPE_CHECKING:
-    from agy_host.cli.app import CliState
     from agy_host.cli.line_editor import LineEditor, PipeReader
+    from agy_host.cli.state import CliState
     from agy_host.contract.rendering import Renderer, RendererFactory
     from agy_host.runtime.host import Host
     from agy_host.runtime.session import SessionRuntime, TurnSettings

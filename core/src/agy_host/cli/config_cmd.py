@@ -9,7 +9,7 @@ import typer
 from agy_host.cli.common import FormatOption, check_format, fail, print_json
 
 if TYPE_CHECKING:
-    from agy_host.cli.app import CliState
+    from agy_host.cli.state import CliState
 
 CONFIG_HELP = """Show or change the config file ($XDG_CONFIG_HOME/agy-host/config.toml,
 or $AGY_HOST_CONFIG). Environment variables override the file; a bad value

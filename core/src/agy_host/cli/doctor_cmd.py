@@ -19,7 +19,7 @@ from agy_host.cli.common import FormatOption, check_format, print_json
 from agy_host.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from agy_host.cli.app import CliState
+    from agy_host.cli.state import CliState
     from agy_host.contract.diagnostics import DiagnosticReport, DiagnosticSection
     from agy_host.engine.base import Engine
     from agy_host.engine.driver import DriverSnapshot

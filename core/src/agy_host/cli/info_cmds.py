@@ -12,7 +12,7 @@ from agy_host.cli.common import FormatOption, check_format, fail, print_json
 from agy_host.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from agy_host.cli.app import CliState
+    from agy_host.cli.state import CliState
     from agy_host.engine.base import Engine, ModelCatalog
     from agy_host.runtime.host import Host
 

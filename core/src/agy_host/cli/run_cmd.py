@@ -24,7 +24,7 @@ from agy_host.cli.turn_options import TurnOptions
 from agy_host.contract.prompt import PromptBlock, TextBlock
 
 if TYPE_CHECKING:
-    from agy_host.cli.app import CliState
+    from agy_host.cli.state import CliState
     from agy_host.contract.rendering import RendererFactory
     from agy_host.engine.base import Engine
     from agy_host.runtime.host import Host

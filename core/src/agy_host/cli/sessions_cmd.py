@@ -23,7 +23,7 @@ from agy_host.runtime.store import SessionBinding
 
 if TYPE_CHECKING:
     from agy_host.builtins.transcripts import TranscriptEntry
-    from agy_host.cli.app import CliState
+    from agy_host.cli.state import CliState
     from agy_host.engine.base import Engine
     from agy_host.runtime.host import Host
 

@@ -20,7 +20,7 @@ from agy_host.cli.common import fail
 from agy_host.cli.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from agy_host.cli.app import CliState
+    from agy_host.cli.state import CliState
     from agy_host.contract.prompt import PromptBlock
     from agy_host.contract.rendering import DiffSource, Renderer, RendererFactory
     from agy_host.engine.base import Engine as EngineT
