@@ -59,6 +59,7 @@ EXPORTS = [
     "Service",
     "Session",
     "SessionNotFound",
+    "StateFile",
     "TextBlock",
     "TextDelta",
     "ThoughtDelta",

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from agy_host.runtime.store import STORE_VERSION, SessionBinding, SessionStore, StateFile
+from agy_host.engine.state_file import StateFile
+from agy_host.runtime.store import STORE_VERSION, SessionBinding, SessionStore
 
 
 def _store(tmp_path: Path, warnings: list[str] | None = None) -> SessionStore:

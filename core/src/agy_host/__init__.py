@@ -82,6 +82,7 @@ _EXPORTS = {
     "RenderOptions": "agy_host.contract.rendering",
     "Service": "agy_host.service.base",
     "DiffSource": "agy_host.contract.rendering",
+    "StateFile": "agy_host.engine.state_file",
     "RunContext": "agy_host.contract.run_context",
     "TurnContext": "agy_host.contract.run_context",
 }
