@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 import trio
+import trio.testing
 
-from agy_host.contract.events import BridgeCallActivity
+from agy_host.contract.events import BridgeCallActivity, PermissionOption
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.prompt import TextBlock
 from agy_host.engine.driver import TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
@@ -89,3 +91,52 @@ async def test_driver_scope_closes_the_driver_even_when_the_caller_is_cancelled(
         async with driver_scope(Driver):
             await trio.sleep_forever()
     assert closed == ["closed"]
+
+
+def _ask() -> PermissionRequest:
+    options = [PermissionOption(option_id="y", name="Allow", kind="allow_once")]
+    return PermissionRequest(session="s", call_id="c", title="Run ls?", options=options)
+
+
+async def test_a_permission_is_always_answered_and_the_clocks_stop_meanwhile() -> None:
+    turn = _turn()
+    paused: list[bool] = []
+
+    async def allow(request: PermissionRequest) -> PermissionDecision:
+        paused.append(turn.timers.parked)
+        return PermissionDecision(option_id="y", policy="test")
+
+    async def broken(request: PermissionRequest) -> PermissionDecision:
+        raise RuntimeError("boom")
+
+    async def slow(request: PermissionRequest) -> PermissionDecision:
+        await trio.sleep_forever()
+        raise AssertionError
+
+    assert (await turn.decide_permission(allow, _ask())).option_id == "y" and paused == [True]
+    assert not turn.timers.parked, "the clocks run again once answered"
+    failed = await turn.decide_permission(broken, _ask())
+    assert failed.option_id is None and "policy failed: boom" in failed.reason
+    late = await turn.decide_permission(slow, _ask(), bound_s=0.05)
+    assert late.option_id is None and "no answer within 0.05s" in late.reason
+
+
+async def test_an_abort_answers_open_permissions_cancelled_at_once() -> None:
+    turn = _turn()
+    answers: list[PermissionDecision] = []
+
+    async def slow(request: PermissionRequest) -> PermissionDecision:
+        await trio.sleep_forever()
+        raise AssertionError
+
+    async def ask() -> None:
+        answers.append(await turn.decide_permission(slow, _ask()))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask)
+        await trio.testing.wait_all_tasks_blocked()
+        turn.aborted = True
+        turn.cancel_permissions()
+    [answer] = answers
+    assert answer.option_id is None and answer.reason == "turn aborted"
+    assert (await turn.decide_permission(slow, _ask())).reason == "turn aborted", "after an abort nothing is asked"

@@ -1,5 +1,6 @@
 """What every engine's turn needs, written once: the turn's clocks and handle,
-parked-turn bookkeeping, one typed failure and the failed outcome.
+parked-turn bookkeeping, permission requests answered always and bounded,
+one typed failure and the failed outcome.
 
 Every engine runs a turn the same way around its own wire: a
 :class:`~agy_host.engine.timers.TurnTimers` and a :class:`~agy_host.engine.driver.TurnHandle`
@@ -20,8 +21,9 @@ abort: an abort is never reported as the error it caused).
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import AsyncIterator, Callable
-from typing import Protocol, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import trio
 
@@ -30,6 +32,10 @@ from agy_host.engine.concurrency import unwrap_single
 from agy_host.engine.driver import TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import TurnTimers
+
+if TYPE_CHECKING:
+    from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+    from agy_host.engine.base import PermissionDecider
 
 
 class TurnFailed(Exception):
@@ -53,6 +59,7 @@ class EngineTurn:
         self.parked = 0
         #: Called with the turn each time it parks (the driver's :class:`ParkedTurns`).
         self.on_parked: list[Callable[[EngineTurn], None]] = []
+        self._open_permissions: set[trio.CancelScope] = set()
 
     def response(self) -> str:
         """The answer so far (for outcomes of turns cut short)."""
@@ -70,6 +77,43 @@ class EngineTurn:
         if self.parked > 0:
             self.parked -= 1
             self.timers.resume()
+
+    # -- permissions ---------------------------------------------------------------------
+
+    async def decide_permission(
+        self, decide: PermissionDecider, request: PermissionRequest, *, bound_s: float | None = None
+    ) -> PermissionDecision:
+        """Ask the host's policy about ``request`` and always get an answer.
+
+        The turn's clocks stop while a person or a policy thinks. An abort
+        answers every open request ``cancelled`` at once
+        (:meth:`cancel_permissions`). A policy that raises, or that runs past
+        ``bound_s``, is a cancelled decision with the reason: the agent
+        waiting on the wire is never left without an answer."""
+        from agy_host.contract.permissions import PermissionDecision
+
+        if self.aborted:
+            return PermissionDecision(option_id=None, policy="host", reason="turn aborted")
+        scope = trio.CancelScope()
+        self._open_permissions.add(scope)
+        self.timers.pause()
+        try:
+            with scope, trio.move_on_after(bound_s if bound_s is not None else math.inf) as limit:
+                try:
+                    return await decide(request)
+                except Exception as exc:  # a broken policy must still answer
+                    return PermissionDecision(option_id=None, policy="host", reason=f"policy failed: {exc}")
+            if limit.cancelled_caught and not scope.cancelled_caught:
+                return PermissionDecision(option_id=None, policy="host", reason=f"no answer within {bound_s:g}s")
+            return PermissionDecision(option_id=None, policy="host", reason="turn aborted")
+        finally:
+            self._open_permissions.discard(scope)
+            self.timers.resume()
+
+    def cancel_permissions(self) -> None:
+        """Abort: every open permission request is answered ``cancelled``."""
+        for scope in list(self._open_permissions):
+            scope.cancel()
 
     # -- outcomes ----------------------------------------------------------------------
 

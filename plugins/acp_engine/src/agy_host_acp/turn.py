@@ -37,7 +37,6 @@ class Turn(EngineTurn):
         self.cancel_sent = False
         self.permissions_asked = 0
         self.permissions_denied = 0
-        self._open_permissions: set[trio.CancelScope] = set()
 
     @property
     def conversation_id(self) -> str | None:
@@ -87,7 +86,7 @@ class Turn(EngineTurn):
             skip_permissions=self.request.skip_permissions,
         )
         self.permissions_asked += 1
-        decision = await self._bounded_decide(request)
+        decision = await self.decide_permission(self._decide, request, bound_s=self._permission_timeout)
         valid = {o.option_id for o in options}
         if decision.option_id is not None and decision.option_id not in valid:
             decision = PermissionDecision(
@@ -113,33 +112,6 @@ class Turn(EngineTurn):
         if decision.option_id is None:
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": decision.option_id}}
-
-    async def _bounded_decide(self, request: PermissionRequest) -> PermissionDecision:
-        if self.aborted:
-            return PermissionDecision(option_id=None, policy="host", reason="turn aborted")
-        self.timers.pause()
-        scope = trio.CancelScope()
-        self._open_permissions.add(scope)
-        try:
-            with scope:
-                with trio.move_on_after(self._permission_timeout) as limit:
-                    try:
-                        return await self._decide(request)
-                    except Exception as exc:  # a broken policy must still answer
-                        return PermissionDecision(option_id=None, policy="host", reason=f"policy failed: {exc}")
-                if limit.cancelled_caught:
-                    return PermissionDecision(
-                        option_id=None, policy="host", reason=f"no answer within {self._permission_timeout:g}s"
-                    )
-            return PermissionDecision(option_id=None, policy="host", reason="turn aborted")
-        finally:
-            self._open_permissions.discard(scope)
-            self.timers.resume()
-
-    def cancel_permissions(self) -> None:
-        """Abort: every open permission request is answered ``cancelled``."""
-        for scope in list(self._open_permissions):
-            scope.cancel()
 
 
 __all__ = ["Turn"]

@@ -36,7 +36,7 @@ from agy_host.contract.events import (
     PermissionActivity,
     PermissionOption,
 )
-from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.permissions import PermissionRequest
 from agy_host.contract.tools import HostTool, ToolResult
 from agy_host.engine.base import McpServerSpec
 from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
@@ -239,17 +239,8 @@ class HarnessDriver:
         )
         self.stats["permissions"] += 1
         turn.permissions_asked += 1
-        decision = PermissionDecision(option_id=None, policy="host", reason="turn aborted")
-        scope = trio.CancelScope()
-        turn.open_decisions.add(scope)
-        turn.timers.pause()
-        try:
-            with scope:
-                if not turn.aborted:
-                    decision = await self.engine.ctx.decide_permission(request)
-        finally:
-            turn.open_decisions.discard(scope)
-            turn.timers.resume()
+        bound = self.engine.ctx.config.turn.permission_timeout_seconds
+        decision = await turn.decide_permission(self.engine.ctx.decide_permission, request, bound_s=bound)
         allowed = decision.option_id == ALLOW.option_id
         if not allowed:
             turn.permissions_denied += 1
@@ -430,7 +421,7 @@ class HarnessDriver:
         await turn.handle.abort_requested.wait()
         turn.aborted = True
         self.lifecycle.add("abort", reason=turn.handle.abort_reason, session=turn.request.session)
-        turn.cancel_decisions()
+        turn.cancel_permissions()
         turn.scope.cancel()
 
     async def _drive(self, turn: HarnessTurn) -> OutcomeActivity:

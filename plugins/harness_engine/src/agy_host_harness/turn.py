@@ -36,7 +36,6 @@ class HarnessTurn(EngineTurn):
         self.permissions_asked = 0
         self.permissions_denied = 0
         self.host_calls = 0
-        self.open_decisions: set[trio.CancelScope] = set()
 
     def response(self) -> str:
         return self.mapper.response
@@ -78,10 +77,6 @@ class HarnessTurn(EngineTurn):
         if self.wire_notices < MAX_WIRE_NOTICES:
             self.wire_notices += 1
             self.emit(NoticeActivity(level="warning", message=message, code="wire"))
-
-    def cancel_decisions(self) -> None:
-        for scope in list(self.open_decisions):
-            scope.cancel()
 
     def emit_usage(self) -> None:
         """The turn's usage (the difference of the harness's cumulative
