@@ -371,3 +371,52 @@ def test_an_engine_without_a_store_suffix_gets_its_own_keys() -> None:
     ctx: Any = None
     assert Quiet(ctx).store_key("work") == "work@quiet"
     assert Legacy(ctx).store_key("work") == "work"
+
+
+STATEFUL = """
+from agy_host import hookimpl
+
+
+class Counter:
+    def __init__(self):
+        self.turns = []
+
+    @hookimpl
+    def agy_host_turn_started(self, turn):
+        self.turns.append(turn.session)
+
+
+def make_plugin():
+    return Counter()
+"""
+
+
+def test_a_plugin_module_with_make_plugin_gets_one_object_per_host(site: Path) -> None:
+    from agy_host.config import Config
+    from agy_host.contract.run_context import TurnContext
+
+    make_dist(
+        site,
+        "agyt-stateful",
+        entry_points={"agy_host": {"agyt_stateful": "agyt_stateful"}},
+        modules={"agyt_stateful": STATEFUL},
+    )
+    first, second = Plugins({}), Plugins({})
+    one, two = first.pm.get_plugin("agyt_stateful"), second.pm.get_plugin("agyt_stateful")
+    assert type(one).__name__ == "Counter" and one is not two
+
+    def turn(session: str) -> TurnContext:
+        return TurnContext(
+            session=session, engine="e", cwd="/", user_text="", new_conversation=True, config=Config(), env={}
+        )
+
+    first.turn_started(turn("a"))
+    second.turn_started(turn("b"))
+    assert (one.turns, two.turns) == (["a"], ["b"])
+
+
+def test_the_built_in_plugins_with_state_are_objects_per_manager() -> None:
+    first, second = Plugins({}, load_entry_points=False), Plugins({}, load_entry_points=False)
+    for name in ("agy_host.builtins.transcripts", "agy_host.builtins.prompt_assembly"):
+        a, b = first.pm.get_plugin(name), second.pm.get_plugin(name)
+        assert a is not None and b is not None and a is not b, name

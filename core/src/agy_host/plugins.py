@@ -81,6 +81,16 @@ def _split(value: str | None) -> set[str] | None:
     return {v.strip() for v in value.split(",") if v.strip()}
 
 
+def _instance(loaded: object) -> object:
+    """What to register for a loaded plugin: a module with a ``make_plugin()``
+    factory keeps its state on the object that returns, one per plugin
+    manager (one per host), never in module globals; anything else as is."""
+    import types
+
+    factory = getattr(loaded, "make_plugin", None) if isinstance(loaded, types.ModuleType) else None
+    return factory() if callable(factory) else loaded
+
+
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -129,7 +139,7 @@ class Plugins:
                 self._record(PluginError(name=ep.name, distribution=dname, error="duplicate plugin name; skipped"))
                 continue
             try:
-                plugin = ep.load()
+                plugin = _instance(ep.load())
                 self.pm.register(plugin, name=ep.name)
             except Exception as exc:  # a broken plugin must not break the host
                 self._record(PluginError(name=ep.name, distribution=dname, error=_describe(exc)))
@@ -141,11 +151,7 @@ class Plugins:
         import importlib
 
         try:
-            module = importlib.import_module(modname)
-            # A module with a ``make_plugin`` factory keeps its state on an
-            # object per plugin manager (per host), never in module globals.
-            factory = getattr(module, "make_plugin", None)
-            self.pm.register(factory() if callable(factory) else module, name=modname)
+            self.pm.register(_instance(importlib.import_module(modname)), name=modname)
         except Exception as exc:
             self._record(PluginError(name=modname, error=_describe(exc)))
             return

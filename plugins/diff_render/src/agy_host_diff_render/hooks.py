@@ -89,37 +89,43 @@ class DiffRenderer:
         return unified_diff(old, new, display_path(path, baseline.cwd))
 
 
-_renderer = DiffRenderer()
+class DiffPlugin:
+    """The plugin's hooks for one host (one per plugin manager): two hosts in
+    one process (a program with two sessions) keep their own baselines."""
+
+    def __init__(self) -> None:
+        self.renderer = DiffRenderer()
+
+    @hookimpl
+    def agy_host_turn_started(self, turn: TurnContext) -> None:
+        if turn.diffs_wanted:
+            self.renderer.turn_started(turn.cwd)
+        else:
+            # Nobody draws diffs in this command (``--format json``, a program
+            # driving turns itself): the baseline's git calls or directory walk,
+            # synchronous on the host loop, would be paid by every turn for nothing.
+            self.renderer.baseline = None
+
+    @hookimpl
+    def agy_host_render_event(self, event: HostEvent) -> None:
+        if isinstance(event, ToolCard) and event.status == "started":
+            self.renderer.first_sight(event)
+
+    @hookimpl
+    def agy_host_render_diff(self, card: ToolCard, cwd: str) -> str | None:
+        return self.renderer.render(card, cwd)
+
+    @hookimpl
+    def agy_host_diagnostics(self, report: DiagnosticReport) -> None:
+        diagnostics(report)
 
 
-def renderer() -> DiffRenderer:
-    return _renderer
+def make_plugin() -> DiffPlugin:
+    """Called by the plugin manager: one :class:`DiffPlugin` per host."""
+    return DiffPlugin()
 
 
-@hookimpl
-def agy_host_turn_started(turn: TurnContext) -> None:
-    if turn.diffs_wanted:
-        _renderer.turn_started(turn.cwd)
-    else:
-        # Nobody draws diffs in this command (``--format json``, a program
-        # driving turns itself): the baseline's git calls or directory walk,
-        # synchronous on the host loop, would be paid by every turn for nothing.
-        _renderer.baseline = None
-
-
-@hookimpl
-def agy_host_render_event(event: HostEvent) -> None:
-    if isinstance(event, ToolCard) and event.status == "started":
-        _renderer.first_sight(event)
-
-
-@hookimpl
-def agy_host_render_diff(card: ToolCard, cwd: str) -> str | None:
-    return _renderer.render(card, cwd)
-
-
-@hookimpl
-def agy_host_diagnostics(report: DiagnosticReport) -> None:
+def diagnostics(report: DiagnosticReport) -> None:
     import shutil
 
     from agy_host_diff_render import __version__
@@ -132,4 +138,4 @@ def agy_host_diagnostics(report: DiagnosticReport) -> None:
     )
 
 
-__all__ = ["DiffRenderer", "display_path", "edit_path", "renderer"]
+__all__ = ["DiffPlugin", "DiffRenderer", "diagnostics", "display_path", "edit_path", "make_plugin"]
