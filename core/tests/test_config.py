@@ -142,6 +142,19 @@ def test_set_value_creates_the_file(tmp_path: Path) -> None:
     assert _load(path)[0].skip_permissions is True
 
 
+def test_toml_nested_too_deep_is_moved_aside_and_refused_by_set(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    deep = "engine = " + "[" * 3000 + "]" * 3000 + "\n"
+    path.write_text(deep)
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        config.set_value("model", "x", path=path)
+    assert path.read_text() == deep, "set never clobbers a file it cannot read"
+    cfg, warnings = _load(path)
+    assert cfg == config.Config(), "the defaults are used"
+    [moved] = list(tmp_path.glob("config.toml.corrupt-*"))
+    assert moved.read_text() == deep and any(str(moved) in w for w in warnings)
+
+
 def test_set_value_refuses_to_clobber_a_broken_file(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("not = = toml")

@@ -70,6 +70,22 @@ def test_not_json_is_moved_aside_and_reported(tmp_path: Path) -> None:
     assert any("not valid JSON" in w and str(moved) in w for w in warnings)
 
 
+def test_json_nested_too_deep_is_moved_aside_not_fatal(tmp_path: Path) -> None:
+    """A few KB of brackets make the decoder recurse past the limit: the file
+    is garbage like any other, moved aside, and every command goes on."""
+    path = tmp_path / "sessions.json"
+    deep = ('{"version": 1, "sessions": ' + "[" * 3000 + "]" * 3000 + "}").encode()
+    path.write_bytes(deep)
+    warnings: list[str] = []
+    assert _store(tmp_path, warnings).all() == {}
+    [moved] = _corrupt_copies(tmp_path)
+    assert moved.read_bytes() == deep and any(str(moved) in w for w in warnings)
+    state = tmp_path / "agents.json"
+    state.write_bytes(deep)
+    assert StateFile(state, warn=warnings.append).read() == {}
+    assert not state.exists()
+
+
 def test_wrong_root_is_moved_aside(tmp_path: Path) -> None:
     (tmp_path / "sessions.json").write_text("[1, 2]")
     warnings: list[str] = []

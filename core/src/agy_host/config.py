@@ -376,7 +376,7 @@ def read_raw(path: Path, warn: Callable[[str], None]) -> dict[str, Any]:
         return {}
     try:
         return tomllib.loads(data.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
         moved = fsutil.quarantine(path)
         warn(f"config: {path} is not valid TOML ({exc}); moved it to {moved} and using defaults")
         return {}
@@ -465,7 +465,7 @@ def set_value(dotted: str, text: str, path: Path | None = None, env: Mapping[str
         if target.exists():
             try:
                 raw = tomllib.loads(target.read_text("utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
                 raise ConfigError(f"{target} is not valid TOML ({exc}); fix or remove it first") from exc
         _set_dotted(raw, dotted, value)
         fsutil.write_atomic(target, tomli_w.dumps(raw).encode("utf-8"))

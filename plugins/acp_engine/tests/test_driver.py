@@ -481,3 +481,17 @@ async def test_abort_before_the_prompt_starts_settles_aborted(tmp_path: Path) ->
         out = outcome_of(await collect(handle))
     assert out.aborted
     assert "session/cancel" not in fake.methods()
+
+
+async def test_json_nested_too_deep_is_a_skipped_line_not_a_dead_connection(tmp_path: Path) -> None:
+    """A 6 KB line of brackets makes the JSON decoder recurse past the limit:
+    the line is garbage, skipped with a warning; the turn and the answer go on."""
+    nested = "[" * 3000 + "]" * 3000
+    deep = '{"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "x", "update": ' + nested + "}}"
+    fake = Fake(tmp_path, "happy", prompt=[{"raw_stdout": deep}, {"chunk": "after"}, {"stop": "end_turn"}])
+    engine = make_engine(tmp_path, fake.command_line)
+    async with driver_for(engine) as drv:
+        acts = await collect(await drv.run(req()))
+    assert outcome_of(acts).status == "ok" and text_of(acts) == "after"
+    notices = [a for a in acts if isinstance(a, NoticeActivity)]
+    assert any(n.code == "parse-error" and "not ACP" in n.message for n in notices), notices

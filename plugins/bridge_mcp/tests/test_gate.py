@@ -100,6 +100,15 @@ async def test_the_body_cap_is_413(tmp_path: Path) -> None:
     assert ok.status_code == 200
 
 
+async def test_json_nested_too_deep_is_400_not_500(tmp_path: Path) -> None:
+    deep = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": ' + b"[" * 3000 + b"]" * 3000 + b"}"
+    async with running_bridge(tmp_path) as bridge:
+        resp = await post(bridge, deep)
+        after = await post(bridge, json.dumps(LIST))
+    assert resp.status_code == 400 and resp.json() == {"error": "invalid json"}
+    assert after.status_code == 200, "the bridge serves on"
+
+
 async def test_malformed_json_is_400(tmp_path: Path) -> None:
     async with running_bridge(tmp_path) as bridge:
         resp = await post(bridge, b'{"jsonrpc": "2.0", "id": 1, "method": ')

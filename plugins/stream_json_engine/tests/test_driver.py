@@ -464,6 +464,18 @@ async def test_garbage_and_bad_fields_warn_and_the_turn_goes_on(tmp_path: Path, 
     assert any("$.step_update.step_index" in n for n in found)
 
 
+async def test_json_nested_too_deep_is_skipped_with_a_warning_and_the_result_still_counts(
+    tmp_path: Path, fake_agy: Fake
+) -> None:
+    """A 6 KB line of brackets makes the decoder recurse past the limit: that
+    line is garbage; the rest of the read, the result included, is not lost."""
+    deep = '{"event": "step_update", "step_update": ' + "[" * 3000 + "]" * 3000 + "}"
+    fake = fake_agy({"turns": [[{"raw": deep}, {"say": "kept"}]]})
+    acts = await one_turn(make_engine(tmp_path, fake.env))
+    assert text_of(acts) == "kept" and outcome_of(acts).status == "ok"
+    assert any("not a stream-json object" in n for n in notices(acts))
+
+
 async def test_images_are_refused_and_resources_inlined(tmp_path: Path, fake_agy: Fake) -> None:
     fake = fake_agy("echo")
     engine = make_engine(tmp_path, fake.env)

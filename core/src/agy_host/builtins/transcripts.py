@@ -110,7 +110,7 @@ def read_transcript(
             continue
         try:
             entries.append(_decoder.decode(line))
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             if warn is not None:
                 warn(f"transcript {path}:{number}: skipped an unreadable line ({exc})")
     return entries

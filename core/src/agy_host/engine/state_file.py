@@ -49,7 +49,7 @@ class StateFile:
             return {}
         try:
             doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deep
             moved = fsutil.quarantine(self.path)
             self._warn(f"{self.path} is not valid JSON ({exc}); moved it to {moved} and starting empty")
             return {}

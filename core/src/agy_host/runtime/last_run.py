@@ -41,7 +41,7 @@ def read_last_run(host: Host) -> LastRun | str | None:
         return f"cannot read {path}: {exc}"
     try:
         return msgspec.json.decode(data, type=LastRun)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         return f"{path} is unreadable ({exc})"
 
 

@@ -168,7 +168,7 @@ class SessionStore:
             raise StoreError(f"cannot read the session store {self.path}: {exc}") from exc
         try:
             doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deep
             moved = fsutil.quarantine(self.path)
             self._warn(f"session store: {self.path} is not valid JSON ({exc}); moved it to {moved} and starting empty")
             return _Narrowed(bindings={})

@@ -219,7 +219,7 @@ class JsonRpcConnection:
         # line) fails its decode and the read is dispatched line by line.
         try:
             every = list(map(decode, lines))
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, RecursionError):
             pass
         else:
             if every:
@@ -234,7 +234,7 @@ class JsonRpcConnection:
                 try:
                     append(decode(line))
                     continue
-                except (msgspec.DecodeError, msgspec.ValidationError):
+                except (msgspec.DecodeError, RecursionError):
                     pass  # not the shape the fast path knows: the generic path decides
             elif not line:
                 continue
@@ -255,7 +255,7 @@ class JsonRpcConnection:
         if fast is not None and fast.marker in line:
             try:
                 message = fast.decoder.decode(line)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except (msgspec.DecodeError, RecursionError):
                 pass  # not the shape the fast path knows: the generic path decides
             else:
                 fast.handler(message)
@@ -265,7 +265,7 @@ class JsonRpcConnection:
     def _dispatch_envelope(self, line: bytes) -> None:
         try:
             env = self._decoder.decode(line)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             stripped = line.strip()
             if not stripped:
                 return

@@ -37,7 +37,7 @@ class AgentMemory:
             return {}
         try:
             return msgspec.json.decode(data, type=dict[str, AgentFacts])
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        except (msgspec.DecodeError, RecursionError):
             moved = fsutil.quarantine(self.path)
             if callable(self._warn):
                 self._warn(f"{self.path} was unreadable; moved it to {moved}")

@@ -206,7 +206,7 @@ class BridgeGate:
             return
         try:
             parsed, strict = read_json(body)
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, RecursionError):  # not JSON, or nested too deep to read
             await respond(send, 400, {"error": "invalid json"})
             return
         replaced = clamp_protocol_version(scope, parsed, self.supported, self.latest)

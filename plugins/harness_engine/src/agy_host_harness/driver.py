@@ -205,7 +205,7 @@ class HarnessDriver:
     def _host_tool(self, conversation: Conversation, turn: HarnessTurn, call: wire.ToolCall) -> None:
         try:
             args = msgspec.json.decode(call.arguments_json or "{}")
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             args = {"arguments": call.arguments_json}
         if not isinstance(args, dict):
             args = {"arguments": args}
@@ -223,7 +223,7 @@ class HarnessDriver:
         args = ask.tool_args or wire.PreToolArgs()
         try:
             parsed = msgspec.json.decode(args.arguments_json or "{}")
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError):
             parsed = {"arguments": args.arguments_json}
         tool_args = parsed if isinstance(parsed, dict) else {"arguments": parsed}
         title = _permission_title(args.tool_name, tool_args)

@@ -245,7 +245,7 @@ def _path(uri: str) -> str:
 def _json_object(text: str) -> dict[str, Any]:
     try:
         value = msgspec.json.decode(text or "{}")
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return {"arguments": text}
     return value if isinstance(value, dict) else {"arguments": value}
 

@@ -118,7 +118,7 @@ def read_cache(path: Path, warn: Callable[[str], None]) -> CachedCatalog | None:
         return None
     try:
         return msgspec.json.decode(data, type=CachedCatalog)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:
         try:
             moved = fsutil.quarantine(path)
         except OSError:

@@ -68,7 +68,7 @@ def agy_error(line: str) -> dict[str, Any] | None:
         return None
     try:
         value = msgspec.json.decode(rest.strip())
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return None
     return value if isinstance(value, dict) else None
 

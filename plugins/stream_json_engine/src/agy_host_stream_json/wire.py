@@ -227,11 +227,11 @@ def parse(raw: bytes) -> Event:
         return _classify(_line.decode(raw), raw, [])
     except msgspec.ValidationError:
         pass
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return Unknown(reason="not-json", head=_head(raw))
     try:
         value = _any.decode(raw)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, RecursionError):
         return Unknown(reason="not-json", head=_head(raw))
     if not isinstance(value, dict):
         return Unknown(reason="not-an-object", head=_head(raw))

@@ -119,7 +119,7 @@ def read(path: Path) -> Ledger:
             continue
         try:
             entries.append(_decoder.decode(line))
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:
             skipped.append(f"line {number}: {exc}")
     return Ledger(path=str(path), entries=entries, skipped=skipped)
 
