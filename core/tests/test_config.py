@@ -80,6 +80,8 @@ def test_bad_env_value_is_ignored_with_a_warning_naming_the_variable(tmp_path: P
         ('[turn]\ntimeout_minutes = "ten"', "turn.timeout_minutes"),
         ("[acp]\ncancel_grace_seconds = -1", "acp.cancel_grace_seconds"),
         ("engine = 42", "engine"),
+        ("[bridge]\nport = 70000", "bridge.port"),
+        ("[bridge]\nport = -1", "bridge.port"),
     ],
 )
 def test_bad_value_narrows_to_its_default(tmp_path: Path, toml: str, key: str) -> None:
@@ -153,6 +155,19 @@ def test_toml_nested_too_deep_is_moved_aside_and_refused_by_set(tmp_path: Path) 
     assert cfg == config.Config(), "the defaults are used"
     [moved] = list(tmp_path.glob("config.toml.corrupt-*"))
     assert moved.read_text() == deep and any(str(moved) in w for w in warnings)
+
+
+def test_set_value_checks_ranges_and_writes_through_a_symlink(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="between 0 and 65535"):
+        config.set_value("bridge.port", "70000", path=tmp_path / "c.toml")
+    real = tmp_path / "dotfiles" / "config.toml"
+    real.parent.mkdir()
+    real.write_text('model = "m"\n')
+    link = tmp_path / "config.toml"
+    link.symlink_to(real)
+    config.set_value("bridge.port", "8123", path=link)
+    assert link.is_symlink(), "the link is kept"
+    assert _load(real)[0].bridge.port == 8123 and _load(real)[0].model == "m"
 
 
 def test_set_value_refuses_to_clobber_a_broken_file(tmp_path: Path) -> None:

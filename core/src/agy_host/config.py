@@ -252,7 +252,14 @@ def _check_number(dotted: str, value: Any) -> str | None:
         return "must not be negative"
     if dotted in _POSITIVE and isinstance(value, (int, float)) and value <= 0:
         return "must be positive"
+    bounds = _RANGES.get(dotted)
+    if bounds is not None and isinstance(value, (int, float)) and not bounds[0] <= value <= bounds[1]:
+        return f"must be between {bounds[0]} and {bounds[1]}"
     return None
+
+
+#: Values that only make sense inside a range (a TCP port, 0 picking a free one).
+_RANGES: dict[str, tuple[int, int]] = {"bridge.port": (0, 65535)}
 
 
 @functools.cache
@@ -459,6 +466,10 @@ def set_value(dotted: str, text: str, path: Path | None = None, env: Mapping[str
     import tomli_w
 
     target = path or config_path(env)
+    if target.is_symlink():
+        # dotfiles kept elsewhere (stow, a repository): change the file the
+        # link points to and keep the link, never replace it with a copy
+        target = target.resolve()
     value = coerce_value(dotted, text)
     with fsutil.locked(target):
         raw: dict[str, Any] = {}
