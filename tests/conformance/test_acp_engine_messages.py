@@ -140,5 +140,5 @@ def test_every_golden_session_update_is_a_known_variant() -> None:
     names = sorted(p.name for p in GOLDEN.glob("session_update_*.json"))
     assert names
     for name in names:
-        _, update = s.decode_session_update(b'{"sessionId":"s","update":' + (GOLDEN / name).read_bytes() + b"}")
+        _, update, _ = s.decode_session_update(b'{"sessionId":"s","update":' + (GOLDEN / name).read_bytes() + b"}")
         assert not isinstance(update, s.UnknownUpdate), name

@@ -147,3 +147,23 @@ async def test_garbage_is_reported_and_never_fatal(tmp_path: Path, engine: str) 
     assert len(logged) == len(expected), logged
     assert len(notices(acts)) >= 2  # visible, not only in doctor (the first few; the rest in doctor)
     assert snapshot.stats["spawns"] == 1  # nothing was restarted over it
+
+
+async def test_acp_a_chunk_with_invalid_utf8_is_kept_and_unknown_updates_are_visible(tmp_path: Path) -> None:
+    """A text chunk holding an invalid UTF-8 byte is decoded with a
+    replacement character (and a warning), never dropped; an update kind ACP
+    does not define is shown once per kind and logged each time; a protocol
+    version we do not speak is shown and in doctor."""
+    async with driver(raw_engine("acp", tmp_path, "badupdates")) as drv:
+        acts = await collect(await drv.run(request(tmp_path)), seconds=30)
+        snapshot = drv.snapshot()
+    assert outcome_of(acts).status == "ok"
+    assert text_of(acts) == "caf\ufffdEND"
+    shown = notices(acts)
+    assert sum("invalid UTF-8" in n for n in shown) == 1, shown
+    assert sum("future_kind" in n for n in shown) == 1, shown
+    logged = [e for e in snapshot.lifecycle if e.event == "unknown-update"]
+    assert len(logged) == 2 and all("future_kind" in str(e.data) for e in logged)
+    # the agent answered initialize with a protocol version we do not speak
+    assert sum("protocol version 2" in n for n in shown) == 1, shown
+    assert snapshot.extra["protocol"] == "2 (agy-host speaks 1)"

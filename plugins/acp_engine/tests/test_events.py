@@ -164,7 +164,7 @@ def test_usage_commands_unknown_and_garbage() -> None:
     assert m.map(upd({"sessionUpdate": "plan", "entries": []})) is None
     assert m.map(upd({"sessionUpdate": "something_new_2027", "x": 1})) is None
     assert m.map(upd({"noDiscriminator": True})) is None
-    _, garbage = s.decode_session_update(b"[1,2]")
+    _, garbage, _ = s.decode_session_update(b"[1,2]")
     assert m.map(garbage) is None
     assert m.ignored["something_new_2027"] == 1
 
@@ -218,5 +218,5 @@ GOLDEN = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "acp-schem
 )
 def test_golden_session_updates_decode_to_known_variants(name: str) -> None:
     raw = (GOLDEN / name).read_bytes()
-    _, update = s.decode_session_update(b'{"sessionId":"s","update":' + raw + b"}")
+    _, update, _ = s.decode_session_update(b'{"sessionId":"s","update":' + raw + b"}")
     assert not isinstance(update, s.UnknownUpdate), update

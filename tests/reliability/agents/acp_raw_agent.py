@@ -17,6 +17,10 @@ MODE, applied to every ``session/prompt``:
 ``garbage``     invalid UTF-8, NUL bytes, a JSON array, a response to an
                 unknown id, then a chunk ``SURVIVED``, then ``end_turn``;
                 ``session/new`` is answered twice (a duplicate id).
+``badupdates``  a text chunk holding an invalid UTF-8 byte (``caf\\xff``),
+                an update of a kind ACP does not define, twice, then a
+                chunk ``END``, then ``end_turn``; ``initialize`` answers
+                protocol version 2.
 """
 
 from __future__ import annotations
@@ -68,6 +72,14 @@ def garbage() -> None:
     write(chunk("SURVIVED"))
 
 
+def badupdates() -> None:
+    write(chunk("caf@").replace(b"@", b"\xff"))
+    future = {"sessionUpdate": "future_kind", "x": 1}
+    for _ in range(2):
+        write(frame({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": SESSION, "update": future}}))
+    write(chunk("END"))
+
+
 def main() -> int:
     mode = sys.argv[1]
     arg = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -81,7 +93,7 @@ def main() -> int:
             continue  # notifications (session/cancel) need no answer
         if method == "initialize":
             result: object = {
-                "protocolVersion": 1,
+                "protocolVersion": 2 if mode == "badupdates" else 1,
                 "agentCapabilities": {"loadSession": False},
                 "authMethods": [],
                 "agentInfo": {"name": "acp-raw-agent", "version": "1.0"},
@@ -91,7 +103,9 @@ def main() -> int:
             if mode == "garbage":
                 write(frame({"jsonrpc": "2.0", "id": req_id, "result": result}))  # answered twice
         elif method == "session/prompt":
-            {"numbered": lambda: numbered(arg), "bigline": lambda: bigline(arg), "garbage": garbage}[mode]()
+            modes = {"numbered": lambda: numbered(arg), "bigline": lambda: bigline(arg), "garbage": garbage}
+            modes["badupdates"] = badupdates
+            modes[mode]()
             result = {"stopReason": "end_turn"}
         else:
             write(frame({"jsonrpc": "2.0", "id": req_id, "error": {"code": -32601, "message": "not here"}}))

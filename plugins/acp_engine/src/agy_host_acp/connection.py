@@ -119,6 +119,8 @@ class AcpConnection:
         self.replayed = 0
         self.dropped = 0
         self.parse_errors = 0
+        self._noticed: set[str] = set()
+        self._held: list[tuple[str, str, str]] = []
         self.exited = trio.Event()
         self.expected_exit = False
         self.exit_detail = ""
@@ -144,8 +146,19 @@ class AcpConnection:
             "initialized",
             agent=info.name if info else "",
             version=info.version if info else "",
+            protocol=self.info.protocol_version,
             seconds=round(self.handshake_s, 3),
         )
+        if self.info.protocol_version != s.PROTOCOL_VERSION:
+            # ACP's rule: the agent answers with the version it speaks; a
+            # client that does not speak it should say so. We go on (the
+            # messages we use may still match) but never silently.
+            self.log.add("protocol-mismatch", agent=self.info.protocol_version, host=s.PROTOCOL_VERSION)
+            self._notice_once(
+                "protocol-version",
+                f"the agent speaks ACP protocol version {self.info.protocol_version}; agy-host speaks "
+                f"{s.PROTOCOL_VERSION}: some messages may not be understood",
+            )
         return self.info
 
     async def _run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
@@ -393,7 +406,19 @@ class AcpConnection:
 
     def _notification(self, method: str, params: msgspec.Raw) -> None:
         if method == "session/update":
-            self._route_update(*s.decode_session_update(params))
+            sid, update, repaired = s.decode_session_update(params)
+            if repaired:
+                self.log.add("invalid-utf8", sessionId=sid or "")
+                self._notice_once(
+                    "invalid-utf8", "the agent sent text with invalid UTF-8; the bad bytes are shown as \ufffd"
+                )
+            if isinstance(update, s.UnknownUpdate):
+                self.log.add("unknown-update", kind=update.kind)
+                self._notice_once(
+                    f"unknown-update:{update.kind}",
+                    f"the agent sent a session update agy-host does not know ({update.kind!r}); it is skipped",
+                )
+            self._route_update(sid, update)
             return
         self.log.add("notification", method=method)
 
@@ -414,6 +439,26 @@ class AcpConnection:
         if method.startswith(("fs/", "terminal/")):
             raise JsonRpcError(METHOD_NOT_FOUND, f"client capability not enabled: {method}")
         raise JsonRpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+
+    def _notice_once(self, key: str, message: str) -> None:
+        """A warning shown the first time per connection (the lifecycle log
+        keeps each). With no turn listening yet (``initialize``), it waits for
+        the first one (:meth:`attach`)."""
+        if key in self._noticed:
+            return
+        self._noticed.add(key)
+        code = key.partition(":")[0]
+        if not self.listeners:
+            self._held.append(("warning", message, code))
+        self._notice("warning", message, code)
+
+    def attach(self, session_id: str, listener: SessionListener) -> None:
+        """Route ``session_id``'s updates to ``listener``; it first gets the
+        warnings that arrived while nobody listened."""
+        self.listeners[session_id] = listener
+        held, self._held = self._held, []
+        for level, message, code in held:
+            listener.on_notice(level, message, code)
 
     def _notice(self, level: str, message: str, code: str) -> None:
         delivered = False

@@ -34,6 +34,7 @@ from agy_host_acp.events import outcome_for, prompt_usage, stop_warning
 from agy_host_acp.jsonrpc import ConnectionClosed, JsonRpcError, RequestTimeout
 from agy_host_acp.memory import AgentMemory, CancelMode
 from agy_host_acp.process import SpawnError
+from agy_host_acp.schema import PROTOCOL_VERSION
 from agy_host_acp.turn import Turn
 
 if TYPE_CHECKING:
@@ -117,6 +118,11 @@ class AcpDriver:
         }
         if conn is not None and conn.handshake_s is not None:
             extra["handshake_s"] = round(conn.handshake_s, 3)
+        if conn is not None and conn.info is not None:
+            spoken = conn.info.protocol_version
+            extra["protocol"] = (
+                f"{spoken}" if spoken == PROTOCOL_VERSION else f"{spoken} (agy-host speaks {PROTOCOL_VERSION})"
+            )
         return DriverSnapshot(
             engine="acp",
             state=self.state,
@@ -365,7 +371,7 @@ class AcpDriver:
             turn.session_id = setup.session_id
         assert turn.session_id is not None
         self.last_session = turn.session_id
-        conn.listeners[turn.session_id] = turn
+        conn.attach(turn.session_id, turn)
 
     async def _apply_config(self, conn: AcpConnection, turn: Turn) -> None:
         req = turn.request

@@ -345,20 +345,35 @@ _notification_decoder = msgspec.json.Decoder(SessionNotification)
 _loose_decoder = msgspec.json.Decoder(_LooseNotification)
 
 
-def decode_session_update(params: bytes) -> tuple[str | None, Update]:
-    """``session/update`` params -> (sessionId, update). Never raises."""
+def decode_session_update(params: bytes) -> tuple[str | None, Update, bool]:
+    """``session/update`` params -> (sessionId, update, repaired). Never raises.
+
+    ``repaired`` is true when the params held bytes that are not UTF-8: they
+    are decoded with U+FFFD in their place (and the caller warns), so an
+    agent's one bad byte never drops the text around it."""
     try:
         note = _notification_decoder.decode(params)
-        return note.session_id, note.update
-    except (msgspec.ValidationError, msgspec.DecodeError):
+        return note.session_id, note.update, False
+    except (msgspec.DecodeError, RecursionError):
         pass
+    repaired = False
+    try:
+        bytes(params).decode("utf-8")
+    except UnicodeDecodeError:
+        params = bytes(params).decode("utf-8", "replace").encode("utf-8")
+        repaired = True
+        try:
+            note = _notification_decoder.decode(params)
+            return note.session_id, note.update, True
+        except (msgspec.DecodeError, RecursionError):
+            pass
     try:
         loose = _loose_decoder.decode(params)
-    except (msgspec.ValidationError, msgspec.DecodeError):
-        return None, UnknownUpdate(kind="<garbage>", raw=None)
+    except (msgspec.DecodeError, RecursionError):
+        return None, UnknownUpdate(kind="<garbage>", raw=None), repaired
     raw = loose.update
     kind = raw.get("sessionUpdate") if isinstance(raw, dict) else None
-    return loose.session_id, UnknownUpdate(kind=str(kind) if kind else "<missing>", raw=raw)
+    return loose.session_id, UnknownUpdate(kind=str(kind) if kind else "<missing>", raw=raw), repaired
 
 
 def convert(raw: Any, typ: type[Any]) -> Any:
