@@ -163,3 +163,50 @@ async def test_a_stale_bridge_registration_of_a_dead_pid_is_swept(tmp_path: Path
     assert entry_name(dead.pid) not in during, during  # swept at start
     assert during["mine"] == mine and during[entry_name(os.getpid())]["serverUrl"] == bridge.service.url
     assert after == {"mine": mine}  # ours removed at the end, the user's entry untouched
+
+
+def _cli_run(session: str) -> list[str]:
+    agent = f"{sys.executable} -m agy_host.testing.acp.agent --scenario happy"
+    return [sys.executable, "-m", "agy_host.cli.main", "run", "--session", session, "--agent", agent, "hi"]
+
+
+def _cli_env(tmp_path: Path) -> dict[str, str]:
+    from agy_host.testing.isolation import isolated_env
+
+    return isolated_env(tmp_path / "home", AGY_HOST_TTY="none")
+
+
+def test_a_reader_that_left_stderr_never_fails_a_good_turn(tmp_path: Path) -> None:
+    """``agy-host run ... 2>&1 | head -1``: stderr's reader is gone before the
+    status line is written. The turn happened; its exit code says so."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            _cli_run("broken-stderr"),
+            env=_cli_env(tmp_path),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=write_end,
+            timeout=60,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 0 and proc.stdout == b"HELLO\n"
+
+
+def test_a_closed_stdout_is_refused_before_the_turn_with_a_reason(tmp_path: Path) -> None:
+    """``agy-host run ... >&-``: nothing could show the answer, so no turn is
+    started (no tokens spent), and the reason is given, not an internal error."""
+    close_stdout_then_run = "import os, subprocess, sys; os.close(1); sys.exit(subprocess.call(sys.argv[1:]))"
+    proc = subprocess.run(
+        [sys.executable, "-c", close_stdout_then_run, *_cli_run("closed-stdout")],
+        env=_cli_env(tmp_path),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        timeout=60,
+    )
+    err = proc.stderr.decode()
+    assert proc.returncode == 1 and "stdout is closed" in err and "internal error" not in err, err

@@ -23,6 +23,14 @@ def main(
     embedding); ``env`` replaces ``os.environ`` for config and plugin switches.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None:  # the real process: its own streams (tests pass argv and capture them)
+        from agy_host.cli.streams import guard_streams
+
+        problem = guard_streams()
+        if problem is not None:
+            if sys.stderr is not None:
+                print(problem, file=sys.stderr)
+            return 1
     if args in (["--version"], ["-V"]):
         from agy_host import __version__
 
