@@ -420,3 +420,15 @@ def test_the_built_in_plugins_with_state_are_objects_per_manager() -> None:
     for name in ("agy_host.builtins.transcripts", "agy_host.builtins.prompt_assembly"):
         a, b = first.pm.get_plugin(name), second.pm.get_plugin(name)
         assert a is not None and b is not None and a is not b, name
+
+
+def test_doctor_shows_the_paths_of_the_env_the_host_was_given(tmp_path: Path) -> None:
+    from agy_host.contract.diagnostics import DiagnosticReport
+
+    env = {"XDG_STATE_HOME": str(tmp_path / "state"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    host = Host(env=env, warn=lambda _m: None)
+    report = DiagnosticReport()
+    host.plugins.diagnostics(report)
+    rows = {row.label: str(row.value) for row in report.section("host").rows}
+    assert rows["state"] == str(tmp_path / "state" / "agy-host")
+    assert rows["config"].startswith(str(tmp_path / "config" / "agy-host" / "config.toml"))
