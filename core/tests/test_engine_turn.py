@@ -11,7 +11,7 @@ from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.prompt import TextBlock
 from agy_host.engine.driver import TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
-from agy_host.engine.turn import EngineTurn, ParkedTurns, TurnFailed, driver_scope, failed_outcome
+from agy_host.engine.turn import DriverTurns, EngineTurn, ParkedTurns, TurnFailed, driver_scope, failed_outcome
 
 
 def _turn(session: str = "s") -> EngineTurn:
@@ -140,3 +140,26 @@ async def test_an_abort_answers_open_permissions_cancelled_at_once() -> None:
     [answer] = answers
     assert answer.option_id is None and answer.reason == "turn aborted"
     assert (await turn.decide_permission(slow, _ask())).reason == "turn aborted", "after an abort nothing is asked"
+
+
+async def test_driver_turns_start_supersede_reenter_and_forget() -> None:
+    log = Lifecycle()
+    ran: list[str] = []
+    async with trio.open_nursery() as nursery:
+        turns: DriverTurns[EngineTurn] = DriverTurns(nursery, log)
+
+        async def task(turn: EngineTurn, tag: str) -> None:
+            ran.append(tag)
+            turn.park()
+
+        first = _turn("s")
+        handle = turns.start(first, task, "one")
+        await trio.testing.wait_all_tasks_blocked()
+        assert ran == ["one"] and turns.open == {handle.turn_id: first}
+        assert turns.reentry() is handle, "a parked turn is re-entered"
+        turns.supersede("s")
+        assert first.handle.abort_requested.is_set(), "a new turn on the session aborts the parked one"
+        turns.kick_idle()
+        assert not first.timers.parked
+        turns.done(first)
+        assert turns.open == {} and turns.reentry() is None

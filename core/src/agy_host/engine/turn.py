@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 import trio
 
@@ -188,6 +188,46 @@ class ParkedTurns:
         return None
 
 
+TurnT = TypeVar("TurnT", bound=EngineTurn)
+
+
+class DriverTurns(Generic[TurnT]):
+    """A driver's running turns, written once for every engine: a new turn
+    supersedes its session's parked one, parks are listed for
+    :meth:`~agy_host.engine.driver.TurnDriver.reentry` and
+    :meth:`~agy_host.engine.driver.TurnDriver.kick_idle`, and each turn runs
+    as a task of the driver's nursery."""
+
+    def __init__(self, nursery: trio.Nursery, lifecycle: Lifecycle) -> None:
+        self._nursery = nursery
+        self.lifecycle = lifecycle
+        self.parked = ParkedTurns()
+        #: Turns started and not yet done, by their handle's id.
+        self.open: dict[int, TurnT] = {}
+
+    def supersede(self, session: str) -> None:
+        """Call before a new turn on ``session`` waits for anything."""
+        self.parked.supersede(session, self.lifecycle)
+
+    def start(self, turn: TurnT, task: Callable[..., Awaitable[object]], *args: object) -> TurnHandle:
+        """Run ``task(turn, *args)`` in the driver's nursery; the turn's handle."""
+        turn.on_parked.append(self.parked.add)
+        self.open[turn.handle.turn_id] = turn
+        self._nursery.start_soon(task, turn, *args)
+        return turn.handle
+
+    def done(self, turn: TurnT) -> None:
+        """The turn's task is over (call it in the task's ``finally``)."""
+        self.open.pop(turn.handle.turn_id, None)
+        self.parked.discard(turn)
+
+    def reentry(self) -> TurnHandle | None:
+        return self.parked.reentry()
+
+    def kick_idle(self) -> None:
+        self.parked.kick(self.lifecycle)
+
+
 class _Closable(Protocol):
     async def aclose(self) -> None: ...
 
@@ -212,4 +252,4 @@ async def driver_scope(make: Callable[[trio.Nursery], DriverT]) -> AsyncIterator
                 nursery.cancel_scope.cancel()
 
 
-__all__ = ["DriverT", "EngineTurn", "ParkedTurns", "TurnFailed", "driver_scope", "failed_outcome"]
+__all__ = ["DriverTurns", "DriverT", "EngineTurn", "ParkedTurns", "TurnFailed", "driver_scope", "failed_outcome"]

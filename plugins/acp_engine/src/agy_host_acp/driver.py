@@ -26,7 +26,7 @@ from agy_host.contract.events import NoticeActivity, OutcomeActivity, UsageActiv
 from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import minutes
-from agy_host.engine.turn import ParkedTurns, TurnFailed, driver_scope
+from agy_host.engine.turn import DriverTurns, TurnFailed, driver_scope
 from agy_host_acp import models
 from agy_host_acp import schema as s
 from agy_host_acp.connection import AcpConnection, AuthRequired, UnsupportedContent
@@ -67,9 +67,8 @@ class AcpDriver:
         self._conn_lock = trio.Lock()
         self._generation = 0
         self._session_slots: dict[str, trio.Semaphore] = collections.defaultdict(lambda: trio.Semaphore(1))
-        self._open: dict[int, Turn] = {}
-        self._parked = ParkedTurns()
         self.lifecycle = Lifecycle()
+        self.turns: DriverTurns[Turn] = DriverTurns(nursery, self.lifecycle)
         self.memory = AgentMemory(engine.ctx.state_dir, engine.ctx.warn)
         self.state = "idle"
         self.closed = False
@@ -84,21 +83,18 @@ class AcpDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         if self.closed:
             raise RuntimeError("ACP driver is shut down")
-        self._parked.supersede(request.session, self.lifecycle)
+        self.turns.supersede(request.session)
         slot = self._session_slots[request.session]
         await slot.acquire()
         turn = Turn(request, self.engine.ctx.decide_permission, self._cfg.turn.permission_timeout_seconds)
-        turn.on_parked.append(self._parked.add)
-        self._open[turn.handle.turn_id] = turn
         self.stats["turns"] += 1
-        self._nursery.start_soon(self._turn_task, turn, slot)
-        return turn.handle
+        return self.turns.start(turn, self._turn_task, slot)
 
     def reentry(self) -> TurnHandle | None:
-        return self._parked.reentry()
+        return self.turns.reentry()
 
     def kick_idle(self) -> None:
-        self._parked.kick(self.lifecycle)
+        self.turns.kick_idle()
 
     def snapshot(self) -> DriverSnapshot:
         conn = self._conn
@@ -142,7 +138,7 @@ class AcpDriver:
         if self.closed:
             return
         self.closed = True
-        for turn in list(self._open.values()):
+        for turn in list(self.turns.open.values()):
             turn.aborted = True
             turn.handle.finish(
                 OutcomeActivity(
@@ -250,8 +246,7 @@ class AcpDriver:
             self.lifecycle.add("turn-crashed", error=repr(exc)[:300])
             turn.handle.finish(turn.failed(f"ACP turn failed: {exc}", "internal"))
         finally:
-            self._open.pop(turn.handle.turn_id, None)
-            self._parked.discard(turn)
+            self.turns.done(turn)
             conn = self._conn
             if conn is not None and turn.session_id and conn.listeners.get(turn.session_id) is turn:
                 del conn.listeners[turn.session_id]

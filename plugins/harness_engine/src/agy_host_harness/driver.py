@@ -42,7 +42,7 @@ from agy_host.engine.base import McpServerSpec
 from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import minutes
-from agy_host.engine.turn import ParkedTurns, TurnFailed, driver_scope
+from agy_host.engine.turn import DriverTurns, TurnFailed, driver_scope
 from agy_host_harness import harness_config, outcome, prompting, wire
 from agy_host_harness.binary import INSTALL_HINT
 from agy_host_harness.bootstrap import BootstrapError
@@ -72,12 +72,11 @@ class HarnessDriver:
         self._session_locks: dict[str, trio.Lock] = {}
         self.conversations: dict[str, Conversation] = {}
         self._calls: dict[str, Conversation] = {}
-        self._open: dict[int, HarnessTurn] = {}
         #: The conversation each running turn was sent on (by turn id), so an
         #: abort that cancels the turn mid-wait still knows where to halt.
         self._conversation_of: dict[int, Conversation] = {}
-        self.parked = ParkedTurns()
         self.lifecycle = Lifecycle()
+        self.turns: DriverTurns[HarnessTurn] = DriverTurns(nursery, self.lifecycle)
         self.state = "idle"
         self.closed = False
         self.last_conversation: str | None = None
@@ -92,19 +91,15 @@ class HarnessDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         if self.closed:
             raise RuntimeError("harness driver is shut down")
-        self.parked.supersede(request.session, self.lifecycle)
-        turn = HarnessTurn(request)
-        turn.on_parked.append(self.parked.add)
-        self._open[turn.handle.turn_id] = turn
+        self.turns.supersede(request.session)
         self.stats["turns"] += 1
-        self._nursery.start_soon(self._turn_task, turn)
-        return turn.handle
+        return self.turns.start(HarnessTurn(request), self._turn_task)
 
     def reentry(self) -> TurnHandle | None:
-        return self.parked.reentry()
+        return self.turns.reentry()
 
     def kick_idle(self) -> None:
-        self.parked.kick(self.lifecycle)
+        self.turns.kick_idle()
 
     def deliver_tool_result(self, call_id: str, result: ToolResult) -> bool:
         """The turn layer's answer to a host tool call this driver parked."""
@@ -148,7 +143,7 @@ class HarnessDriver:
         if self.closed:
             return
         self.closed = True
-        for turn in list(self._open.values()):
+        for turn in list(self.turns.open.values()):
             turn.handle.finish(turn.failed("harness driver closed mid-turn", "internal"))
             turn.scope.cancel()
         with trio.CancelScope(shield=True):
@@ -410,8 +405,7 @@ class HarnessDriver:
             self.lifecycle.add("turn-crashed", error=repr(exc)[:300])
             result = turn.failed(f"harness turn failed: {type(exc).__name__}: {exc}", "internal")
         finally:
-            self._open.pop(turn.handle.turn_id, None)
-            self.parked.discard(turn)
+            self.turns.done(turn)
             self.state = "ready" if self.harness is not None and self.harness.alive else self.state
         if turn.conversation_id:
             self.last_conversation = turn.conversation_id

@@ -39,7 +39,7 @@ from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.model_tiers import resolve_effort
 from agy_host.engine.timers import minutes
-from agy_host.engine.turn import ParkedTurns, driver_scope
+from agy_host.engine.turn import DriverTurns, driver_scope
 from agy_host_stream_json import settle
 from agy_host_stream_json.outcome import INSTALL_HINT, death_failure, is_statement
 from agy_host_stream_json.process import AgyProcess, SpawnError
@@ -64,9 +64,8 @@ class StreamJsonDriver:
         self._child: AgyProcess | None = None
         self._generation = 0
         self._current: Turn | None = None
-        self._open: dict[int, Turn] = {}
-        self._parked = ParkedTurns()
         self.lifecycle = Lifecycle()
+        self.turns: DriverTurns[Turn] = DriverTurns(nursery, self.lifecycle)
         self.state = "idle"
         self.closed = False
         self.stats = dict.fromkeys(("spawns", "turns", "reused", "recycles"), 0)
@@ -83,19 +82,15 @@ class StreamJsonDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         if self.closed:
             raise RuntimeError("stream-json driver is shut down")
-        self._parked.supersede(request.session, self.lifecycle)
-        turn = Turn(request)
-        turn.on_parked.append(self._parked.add)
-        self._open[turn.handle.turn_id] = turn
+        self.turns.supersede(request.session)
         self.stats["turns"] += 1
-        self._nursery.start_soon(self._turn_task, turn)
-        return turn.handle
+        return self.turns.start(Turn(request), self._turn_task)
 
     def reentry(self) -> TurnHandle | None:
-        return self._parked.reentry()
+        return self.turns.reentry()
 
     def kick_idle(self) -> None:
-        self._parked.kick(self.lifecycle)
+        self.turns.kick_idle()
 
     def snapshot(self) -> DriverSnapshot:
         child = self._child
@@ -133,7 +128,7 @@ class StreamJsonDriver:
         if self.closed:
             return
         self.closed = True
-        for turn in list(self._open.values()):
+        for turn in list(self.turns.open.values()):
             turn.handle.finish(settle.failed(turn, "stream-json driver closed mid-turn", "internal"))
             turn.scope.cancel()
         child, self._child = self._child, None
@@ -361,8 +356,7 @@ class StreamJsonDriver:
             self.lifecycle.add("turn-crashed", error=repr(exc)[:300])
             outcome = settle.failed(turn, f"stream-json turn failed: {type(exc).__name__}: {exc}", "internal")
         finally:
-            self._open.pop(turn.handle.turn_id, None)
-            self._parked.discard(turn)
+            self.turns.done(turn)
         if turn.conversation_id:
             self.bound_conversation = turn.conversation_id
             if turn.result is None:
