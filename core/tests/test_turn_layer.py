@@ -41,8 +41,6 @@ from agy_host.runtime.turn_layer import (
     PROMPT_SEPARATOR,
     TurnLayer,
     TurnResult,
-    assemble_prompt,
-    exit_code_for,
 )
 
 
@@ -421,34 +419,6 @@ async def test_resuming_with_another_agent_warns(make_host: Callable[..., Host])
     async with harness(make_host(agent="other-agent")) as h2:
         await h2.run("hi")
     assert any("was bound to agent 'echo'" in n.message for n in h2.of(Notice))
-
-
-def test_assemble_prompt_without_parts_keeps_the_prompt() -> None:
-    blocks = [TextBlock(text="a"), ResourceBlock(uri="file:///x", text="x")]
-    assert assemble_prompt([], blocks, new_conversation=True, resources=True) == blocks
-
-
-def test_assemble_prompt_drops_system_parts_on_a_bound_conversation() -> None:
-    parts = [PromptPart(text="SYS", where="system"), PromptPart(text="ctx", where="context", uri="urn:x")]
-    out = assemble_prompt(parts, [TextBlock(text="hi")], new_conversation=False, resources=True)
-    assert out == [ResourceBlock(uri="urn:x", text="ctx"), TextBlock(text="hi")]
-
-
-@pytest.mark.parametrize(
-    ("stop", "kind", "asked", "refused", "code"),
-    [
-        ("stop", None, 0, 0, 0),
-        ("aborted", None, 1, 1, 130),
-        ("error", "timeout", 0, 0, 3),
-        ("error", "inactivity", 2, 2, 3),
-        ("error", "agent", 0, 0, 1),
-        ("error", "agent", 2, 2, 5),
-        ("stop", None, 2, 2, 5),
-        ("stop", None, 2, 1, 0),
-    ],
-)
-def test_exit_codes(stop: Any, kind: Any, asked: int, refused: int, code: int) -> None:
-    assert exit_code_for(stop, kind, asked, refused) == code
 
 
 # -- the permission decider the host hands to engines ---------------------------------------
