@@ -135,3 +135,17 @@ def test_plan_without_agy_says_how_to_get_it(cli: Cli, monkeypatch: pytest.Monke
     code, out, _ = cli("ask", "--mode", "plan", "--format", "json", "x")
     assert code == ExitCode.ERROR
     assert "no `agy` was found" in report(out)["error"]
+
+
+def test_plan_without_the_stream_json_engine_says_how_to_get_it(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The print-mode plan is the stream-json plugin's; installed without it,
+    the command says which package to install (here: its lookup fails)."""
+    from agy_host.engine import base
+
+    def not_installed(name: str, extra: object = None) -> object:
+        raise base.EngineError(f"unknown engine {name!r}")
+
+    monkeypatch.setattr(base, "load_engine_class", not_installed)
+    code, out, _ = cli("ask", "--mode", "plan", "--format", "json", "x")
+    assert code == ExitCode.ERROR
+    assert "pip install agy-host-stream-json" in report(out)["error"]

@@ -147,12 +147,13 @@ class Turn:
         result = self._job.unwrap()
         if result is None:
             from agy_host.contract.turn_result import TurnResult
+            from agy_host.exit_codes import ExitCode
             from agy_host.runtime.session import STOPPED_WAITING
 
             result = TurnResult(
                 session=self._session.name,
                 stop_reason="aborted",
-                exit_code=130,
+                exit_code=ExitCode.INTERRUPTED,
                 duration_s=0.0,
                 error=STOPPED_WAITING,
             )

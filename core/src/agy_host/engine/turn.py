@@ -236,17 +236,24 @@ DriverT = TypeVar("DriverT", bound=_Closable)
 
 
 @contextlib.asynccontextmanager
-async def driver_scope(make: Callable[[trio.Nursery], DriverT]) -> AsyncIterator[DriverT]:
+async def driver_scope(make: Callable[[trio.Nursery], DriverT], *, owner: object = None) -> AsyncIterator[DriverT]:
     """A driver in a nursery of its own, for ``Engine.open_driver``: leaving
     closes the driver shielded (an agent is never left running because the
     caller was cancelled), then cancels whatever the driver still runs; a
-    lone error comes out as itself, not wrapped in an exception group."""
+    lone error comes out as itself, not wrapped in an exception group.
+
+    An ``owner`` (the engine, which ``doctor`` asks about its live driver)
+    has its ``driver`` attribute set to this driver while it is open."""
     with unwrap_single():
         async with trio.open_nursery() as nursery:
             driver = make(nursery)
+            if owner is not None:
+                owner.driver = driver  # type: ignore[attr-defined]
             try:
                 yield driver
             finally:
+                if owner is not None and getattr(owner, "driver", None) is driver:
+                    owner.driver = None  # type: ignore[attr-defined]
                 with trio.CancelScope(shield=True):
                     await driver.aclose()
                 nursery.cancel_scope.cancel()

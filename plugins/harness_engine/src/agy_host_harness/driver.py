@@ -22,7 +22,6 @@ session, turns serialized per session.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -501,15 +500,8 @@ def _permission_title(tool: str, args: dict[str, Any]) -> str:
     return f"{tool} {target}".strip()
 
 
-@contextlib.asynccontextmanager
-async def open_driver(engine: HarnessEngine) -> AsyncIterator[HarnessDriver]:
-    async with driver_scope(lambda nursery: HarnessDriver(engine, nursery)) as driver:
-        engine.driver = driver
-        try:
-            yield driver
-        finally:
-            if engine.driver is driver:
-                engine.driver = None
+def open_driver(engine: HarnessEngine) -> contextlib.AbstractAsyncContextManager[HarnessDriver]:
+    return driver_scope(lambda nursery: HarnessDriver(engine, nursery), owner=engine)
 
 
 __all__ = ["HarnessDriver", "open_driver"]

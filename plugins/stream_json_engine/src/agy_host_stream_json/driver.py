@@ -29,7 +29,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import shlex
-from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -439,15 +438,8 @@ class StreamJsonDriver:
         return outcome
 
 
-@contextlib.asynccontextmanager
-async def open_driver(engine: StreamJsonEngine) -> AsyncIterator[StreamJsonDriver]:
-    async with driver_scope(lambda nursery: StreamJsonDriver(engine, nursery)) as driver:
-        engine.driver = driver
-        try:
-            yield driver
-        finally:
-            if engine.driver is driver:
-                engine.driver = None
+def open_driver(engine: StreamJsonEngine) -> contextlib.AbstractAsyncContextManager[StreamJsonDriver]:
+    return driver_scope(lambda nursery: StreamJsonDriver(engine, nursery), owner=engine)
 
 
 __all__ = ["StreamJsonDriver", "open_driver"]
