@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import b1_flood, b2_cli, b3_bridge, b4_scale, b5_stream_json, b6_harness
+from bench import b1_flood, b2_cli, b3_bridge, b4_scale, b5_stream_json, b6_harness, b7_signals
 from bench.common import REPO_ROOT
 from bench.context import Ctx, Sizes
 from bench.harness import BenchReport, log
@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], BenchReport]] = {
     "B4": b4_scale.run,
     "B5": b5_stream_json.run,
     "B6": b6_harness.run,
+    "B7": b7_signals.run,
 }
 
 
@@ -85,7 +86,7 @@ def precompile() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", default="", help="comma-separated benchmark keys (B1..B5)")
+    p.add_argument("--only", default="", help="comma-separated benchmark keys (B1..B7)")
     p.add_argument("-r", "--repeats", type=int, default=5, help="interleaved runs per client (default 5)")
     p.add_argument("--quick", action="store_true", help="tiny sizes and 1 run: a harness check, not a measurement")
     p.add_argument("--no-peers", action="store_true", help="do not install or run the peers")

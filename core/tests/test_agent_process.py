@@ -139,3 +139,32 @@ async def test_terminate_kills_the_whole_group_even_when_sigterm_is_ignored(tmp_
         await trio.sleep(0.02)
     else:
         raise AssertionError(f"the grandchild {grandchild} outlived the group kill")
+
+
+async def test_terminate_and_end_do_not_need_the_exit_watcher(tmp_path: Path) -> None:
+    """A command that is ending cancels its tasks, the exit watcher among
+    them; the kill still sees the exit at once (it used to wait out the
+    grace and a 5 s bound), and ``on_exited`` still runs once."""
+    ignores_all = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)\n"
+    proc = await open_in_own_group([sys.executable, "-c", ignores_all], cwd=None, env=None, what="agent")
+    child = Recorder(proc)
+    await trio.sleep(0.3)  # the handler is installed
+    start = trio.current_time()
+    with trio.fail_after(30):
+        await child.end(eof_grace=0.1, kill_grace=0.2)  # no watcher was ever started
+    took = trio.current_time() - start
+    assert not child.alive and child.returncode == -9 and child.exits == 1
+    assert took < 4.0, f"{took:.2f}s: a bound was waited out"  # eof 0.1 + grace 0.2 + the reaping
+
+
+async def test_kill_every_group_reaches_every_live_child_of_the_process(tmp_path: Path) -> None:
+    from agy_host.engine.process import kill_every_group
+
+    ignores_term = "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(300)"
+    sleeper = [sys.executable, "-c", ignores_term]
+    children = [Recorder(await open_in_own_group(sleeper, cwd=None, env=None, what="agent")) for _ in range(2)]
+    assert kill_every_group() >= 2
+    with trio.fail_after(30):
+        for child in children:
+            assert await child.exited_within(10)
+    assert [c.returncode for c in children] == [-9, -9]

@@ -274,3 +274,30 @@ async def test_the_raw_agy_is_a_real_agent(tmp_path: Path) -> None:
         acts = await collect(await drv.run(request(tmp_path)))
     assert text_of(acts) == "0,1,2," and AGY_RAW.is_file()
     await trio.sleep(0)
+
+
+# -- exit while a descendant holds stdout ----------------------------------------------
+
+
+async def test_stream_json_sees_agy_exit_although_a_descendant_holds_its_stdout(tmp_path: Path) -> None:
+    """agy crashes mid-turn, but a child it started (a tool, an MCP server)
+    inherited its stdout and keeps the pipe open: the turn still ends as a
+    crash at once, not at EOF (which used to be the 30 s inactivity here), and
+    the descendant goes with agy's group."""
+    stderr_line = "fake-agy: crashing mid-turn"
+    crash_turn = [{"say": ["PARTIAL"]}, {"exit": {"code": 1, "stderr": stderr_line}}]
+    fake = make_fake_agy(tmp_path / "agy", {"turns": [crash_turn]})
+    pidfile = tmp_path / "holder.pid"
+    holder = wrapper_script(tmp_path / "agy-with-holder", [str(fake.bin)], prelude=f"sleep 300 & echo $! > {pidfile}\n")
+    eng = stream_json_engine(tmp_path, holder)
+    async with driver(eng) as drv:
+        started = time.monotonic()
+        acts = await collect(await drv.run(request(tmp_path)), seconds=60)
+        took = time.monotonic() - started
+    first = outcome_of(acts)
+    assert first.status == "error" and first.error_kind == "exited", first
+    assert stderr_line in (first.error or ""), first
+    assert text_of(acts) == "PARTIAL"
+    assert took < 10.0, f"{took:.1f}s: the crash was noticed only at the inactivity timeout"
+    pid = int(pidfile.read_text())
+    assert await wait_until(lambda: not pid_running(pid)), "the descendant holding stdout outlived agy's group"

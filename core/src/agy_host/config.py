@@ -62,7 +62,7 @@ class AcpConfig(msgspec.Struct, kw_only=True):
     #: Deadline for session/new, load, set_config_option, close.
     session_timeout_seconds: float = 20.0
     #: SIGTERM to the process group, then SIGKILL after this grace.
-    kill_grace_seconds: float = 0.75
+    kill_grace_seconds: float = 0.5
     profiles: dict[str, AcpProfile] = msgspec.field(default_factory=dict)
 
 

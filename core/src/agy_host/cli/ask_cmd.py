@@ -111,9 +111,9 @@ def ask_command(state: CliState, opts: AskOptions) -> int:
 
     started = time.monotonic()
     try:
-        result, error = trio.run(_ask_async, host, opts, blocks)
+        result, error, ended_by = trio.run(_ask_async, host, opts, blocks)
     except KeyboardInterrupt:
-        result, error = None, "interrupted"
+        result, error, ended_by = None, "interrupted", None
     status = status_of(result) if result is not None else "aborted" if error.startswith("interrupted") else "error"
     report = AskReport(
         status=status,
@@ -123,7 +123,7 @@ def ask_command(state: CliState, opts: AskOptions) -> int:
         conversation_id=result.conversation_id if result is not None else None,
         engine=engine.ENGINE_NAME,
         mode=opts.mode,
-        exit_code=result.exit_code if result is not None else exit_code_of(status),
+        exit_code=ended_by or (result.exit_code if result is not None else exit_code_of(status)),
         error=(result.error if result is not None else error) or None,
         usage=result.usage if result is not None else None,
         resume=_resume_hint(opts) if result is not None and result.conversation_id else None,
@@ -152,10 +152,15 @@ def _early(opts: AskOptions, host: Host, message: str, code: int) -> int:
     fail(message, code)
 
 
-async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) -> tuple[TurnResult | None, str]:
+async def _ask_async(
+    host: Host, opts: AskOptions, blocks: list[PromptBlock]
+) -> tuple[TurnResult | None, str, int | None]:
+    """The turn's result, the error, and the exit code of the signal that
+    ended the command (SIGTERM, SIGHUP), if one did."""
     import trio
 
-    from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
+    from agy_host.runtime.session import SessionRuntime, describe_error
+    from agy_host.runtime.signals import CommandSignals
 
     runtime: SessionRuntime | None = None
     result: TurnResult | None = None
@@ -168,7 +173,8 @@ async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) ->
             error = "interrupted before the turn started"
             watcher.cancel_scope.cancel()
 
-        await watcher.start(watch_interrupts, lambda: runtime, before_the_turn)
+        signals = CommandSignals(lambda: runtime, before_the_turn)
+        await watcher.start(signals.watch)
         try:
             async with SessionRuntime.open(host, cwd=opts.cwd, exit_on_third_interrupt=True) as runtime:
                 try:
@@ -176,12 +182,14 @@ async def _ask_async(host: Host, opts: AskOptions, blocks: list[PromptBlock]) ->
                     if result is None:
                         error = "interrupted; agy-host stopped waiting for the agent"
                 finally:
+                    signals.leaving = True
                     runtime.write_last_run(opts.session, result)
         except Exception as exc:
             error = describe_error(exc)
         finally:
             watcher.cancel_scope.cancel()
-    return result, error
+    ended_by = signals.exit_code(0) if signals.terminated is not None else None
+    return result, error, ended_by
 
 
 __all__ = ["ASK_HELP", "AskOptions", "AskReport", "ask_command", "exit_code_of", "register", "status_of"]

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from agy_host.contract.rendering import Renderer, RendererFactory
     from agy_host.runtime.host import Host
     from agy_host.runtime.session import SessionRuntime, TurnSettings
+    from agy_host.runtime.signals import CommandSignals
     from agy_host.runtime.turn_layer import TurnResult
 
 CHAT_HELP = """Chat with the agent: many turns, one agent conversation.
@@ -64,6 +65,8 @@ class Chat:
         *,
         out: IO[str] | None = None,
     ) -> None:
+        import trio  # the CLI imports trio only for commands that run turns
+
         self.state = state
         self.host = host
         self.opts = opts
@@ -76,6 +79,9 @@ class Chat:
         self.runtime: SessionRuntime | None = None
         self.last_result: TurnResult | None = None
         self.leaving = False
+        #: The chat's reading and turns; SIGTERM/SIGHUP between turns cancel it.
+        self.reading = trio.CancelScope()
+        self.signals: CommandSignals | None = None
         self.color = bool(getattr(self.out, "isatty", lambda: False)()) and not host.env.get("NO_COLOR")
 
     # -- output ------------------------------------------------------------------
@@ -116,7 +122,7 @@ class Chat:
     async def loop(self) -> int:
         from agy_host.cli.chat_slash import dispatch
 
-        while not self.leaving:
+        while not self.leaving and (self.signals is None or self.signals.terminated is None):
             line = await self.editor.read_line(self.prompt())
             if line is None:
                 break
@@ -148,6 +154,12 @@ class Chat:
             self.last_result = await self.runtime.turn(self.session, blocks, cwd=self.cwd, settings=self.settings)
             if self.last_result is None:
                 self.say("the agent did not stop; it is restarted for the next turn", "yellow")
+
+    def on_terminate(self) -> None:
+        """SIGTERM or SIGHUP between turns: leave the way ``/exit`` does
+        (the agent is closed, the binding is already stored)."""
+        self.leaving = True
+        self.reading.cancel()
 
     def on_idle_interrupt(self) -> None:
         """SIGINT with no turn running: only a piped chat or agent start-up
@@ -226,7 +238,8 @@ def _editor(host: Host) -> LineEditor | PipeReader:
 async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
+    from agy_host.runtime.session import SessionRuntime, describe_error
+    from agy_host.runtime.signals import CommandSignals
 
     renderer, diffs = opt.build_renderer(host, opts, factory)
     editor = _editor(host)
@@ -234,17 +247,20 @@ async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: R
     code: int = ExitCode.OK
     try:
         async with trio.open_nursery() as watcher:
-            await watcher.start(watch_interrupts, lambda: chat.runtime, chat.on_idle_interrupt)
+            signals = chat.signals = CommandSignals(lambda: chat.runtime, chat.on_idle_interrupt, chat.on_terminate)
+            await watcher.start(signals.watch)
             try:
                 async with SessionRuntime.open(
                     host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, start=False, exit_on_third_interrupt=True
                 ) as runtime:
                     chat.runtime = runtime
                     try:
-                        await runtime.start()
-                        chat.banner()
-                        code = await chat.loop()
+                        with chat.reading:
+                            await runtime.start()
+                            chat.banner()
+                            code = await chat.loop()
                     finally:
+                        signals.leaving = True
                         runtime.write_last_run(chat.session, chat.last_result)
             except Exception as exc:
                 print(f"agy-host: error: {describe_error(exc)}", file=sys.stderr, flush=True)
@@ -257,7 +273,9 @@ async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: R
             renderer.close()
         except Exception as exc:
             host.warn(f"the renderer failed while closing: {describe_error(exc)}")
-    return code
+    if signals.terminated is not None:
+        print(f"agy-host: ended by {signals.terminated.name}", file=sys.stderr, flush=True)
+    return signals.exit_code(code)
 
 
 __all__ = ["CHAT_HELP", "Chat", "ChatOptions", "chat_command", "register"]

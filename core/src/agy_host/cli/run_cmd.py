@@ -143,7 +143,8 @@ def _early_exit(opts: RunOptions, message: str, code: int) -> NoReturn:
 async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.runtime.session import SessionRuntime, describe_error, watch_interrupts
+    from agy_host.runtime.session import SessionRuntime, describe_error
+    from agy_host.runtime.signals import CommandSignals
 
     renderer, diffs = opt.build_renderer(host, opts, factory)
     result: TurnResult | None = None
@@ -158,7 +159,8 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
             interrupted = True
             watcher.cancel_scope.cancel()
 
-        await watcher.start(watch_interrupts, lambda: session, before_the_turn)
+        signals = CommandSignals(lambda: session, before_the_turn)
+        await watcher.start(signals.watch)
         try:
             async with SessionRuntime.open(
                 host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, exit_on_third_interrupt=True
@@ -167,6 +169,7 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
                     blocks = opts.blocks or [TextBlock(text=opts.prompt)]
                     result = await session.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
                 finally:
+                    signals.leaving = True
                     session.write_last_run(opts.session, result)
         except Exception as exc:
             error = describe_error(exc)
@@ -178,9 +181,12 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
         host.warn(f"the renderer failed while closing: {describe_error(exc)}")
     if error:
         print(f"agy-host: error: {error}", file=sys.stderr, flush=True)
+    elif signals.terminated is not None:
+        print(f"agy-host: ended by {signals.terminated.name}", file=sys.stderr, flush=True)
     elif interrupted:
         print("agy-host: interrupted", file=sys.stderr, flush=True)
     code = result.exit_code if result is not None else (ExitCode.ERROR if error else ExitCode.INTERRUPTED)
+    code = signals.exit_code(code)
     if opts.fmt == "json":
         _print_done(opts, result, code, error)
     return code

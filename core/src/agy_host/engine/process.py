@@ -21,6 +21,13 @@ all of them:
   goes to the engine (agents print sign-in URLs and failures there).
 * **Exit is observed per process object**, so a slow-dying old agent is
   never mistaken for its replacement (callers compare the objects).
+* **Teardown never depends on the watcher task.** A command that is ending
+  cancels its tasks, the exit watcher among them; :meth:`GroupChild.terminate`
+  waits on the process itself, so an agent that is already gone (or dies of
+  the SIGKILL) ends the wait at once instead of running out its bounds.
+* **Every live child is known to the process** (:func:`kill_every_group`),
+  so a host that leaves at once (a third Ctrl-C) SIGKILLs its agents' groups
+  first and orphans none.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ import logging
 import os
 import signal
 import subprocess
+import weakref
 from collections.abc import Mapping, Sequence
 
 import trio
@@ -40,6 +48,9 @@ log = logging.getLogger(__name__)
 STDERR_TAIL_CHARS = 8192
 #: A stderr "line" longer than this without a newline is dropped, not kept.
 MAX_STDERR_LINE = 65536
+
+#: SIGTERM to the group, then SIGKILL after this many seconds (the default).
+KILL_GRACE_S = 0.5
 
 #: The longest line accepted from an agent (64 MiB, like other ACP clients).
 MAX_LINE_BYTES = 64 * 1024 * 1024
@@ -175,6 +186,7 @@ class GroupChild:
         self.returncode: int | None = None
         self.exited = trio.Event()
         self.stderr_done = trio.Event()
+        _LIVE.add(self)
 
     # -- hooks -------------------------------------------------------------------
 
@@ -215,12 +227,29 @@ class GroupChild:
             log.exception("handling the agent's stderr failed")
 
     async def wait(self) -> None:
-        self.returncode = await self._proc.wait()
+        self._mark_exited(await self._proc.wait())
+
+    def _mark_exited(self, code: int) -> None:
+        if self.exited.is_set():
+            return
+        self.returncode = code
         self.exited.set()
+        _LIVE.discard(self)
         try:
             self.on_exited()
         except Exception:
             log.exception("handling the agent's exit failed")
+
+    async def exited_within(self, seconds: float) -> bool:
+        """Wait up to ``seconds`` for the process to exit; whether it did.
+
+        Waits on the process itself, not on :meth:`wait`'s task, which a
+        command that is ending may already have cancelled."""
+        if self.exited.is_set():
+            return True
+        with trio.move_on_after(seconds):
+            self._mark_exited(await self._proc.wait())
+        return self.exited.is_set()
 
     # -- queries ---------------------------------------------------------------------
 
@@ -241,17 +270,58 @@ class GroupChild:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(self.pid, sig)
 
-    async def terminate(self, grace: float = 0.75) -> None:
+    async def terminate(self, grace: float = KILL_GRACE_S) -> None:
         """SIGTERM the group, SIGKILL it after ``grace`` seconds; the SIGKILL
         also reaps what the group left behind once the leader is gone."""
         with trio.CancelScope(shield=True):
             if self.alive:
                 self._signal_group(signal.SIGTERM)
-                with trio.move_on_after(grace):
-                    await self.exited.wait()
+                await self.exited_within(grace)
             self._signal_group(signal.SIGKILL)
-            with trio.move_on_after(5):
-                await self.exited.wait()
+            await self.exited_within(5)
+
+    def kill_now(self) -> None:
+        """SIGKILL the group at once, without waiting (a host leaving now)."""
+        if self.alive:
+            self._signal_group(signal.SIGKILL)
+
+    async def close_stdin(self) -> None:
+        stream = self._proc.stdin
+        if stream is not None:
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                await stream.aclose()
+
+    async def end(self, *, eof_grace: float, kill_grace: float = KILL_GRACE_S) -> None:
+        """The polite end, bounded: close stdin (most agents exit on EOF and
+        save their state first), give them ``eof_grace``, then
+        :meth:`terminate`. Shielded: an ending command still ends its agent."""
+        with trio.CancelScope(shield=True):
+            await self.close_stdin()
+            await self.exited_within(eof_grace)
+            await self.terminate(kill_grace)
 
 
-__all__ = ["MAX_LINE_BYTES", "STDERR_TAIL_CHARS", "GroupChild", "LineSplitter", "SpawnError", "open_in_own_group"]
+def kill_every_group() -> int:
+    """SIGKILL the group of every live agent child of this process, without
+    waiting; how many. For a host about to ``os._exit``: nothing it started
+    may outlive it. (A per-process registry, as the children are.)"""
+    live = [child for child in list(_LIVE) if child.alive]
+    for child in live:
+        child.kill_now()
+    return len(live)
+
+
+#: Live children of this process (weak: a child that is dropped unwaited is no one's).
+_LIVE: weakref.WeakSet[GroupChild] = weakref.WeakSet()
+
+
+__all__ = [
+    "KILL_GRACE_S",
+    "MAX_LINE_BYTES",
+    "STDERR_TAIL_CHARS",
+    "GroupChild",
+    "LineSplitter",
+    "SpawnError",
+    "kill_every_group",
+    "open_in_own_group",
+]

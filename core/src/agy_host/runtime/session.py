@@ -366,21 +366,28 @@ class SessionRuntime:
         self._turn_scope.cancel()
         return True
 
-    def interrupt(self) -> bool:
-        """Ctrl-C: abort the running turn, then stop waiting, then (for a
-        front-end that asked for it) exit. ``False`` when no turn is running
-        (the caller decides)."""
+    def interrupt(self, sig: signal.Signals | None = None) -> bool:
+        """Ctrl-C (or ``sig``, SIGTERM or SIGHUP): abort the running turn,
+        then stop waiting, then (for a front-end that asked for it) SIGKILL
+        every agent group and exit. ``False`` when no turn is running (the
+        caller decides)."""
+        from agy_host.engine.process import kill_every_group
+        from agy_host.runtime.signals import signal_exit_code
+
         if self._turn_scope is None:
             return False
         self._interrupts += 1
+        what = "interrupting" if sig is None else f"{sig.name}: ending"
+        again = "Ctrl-C" if sig is None else sig.name
         if self._interrupts == 1:
-            self.say("\nagy-host: interrupting the turn (Ctrl-C again to stop waiting)")
-            self.abort("interrupted")
+            self.say(f"\nagy-host: {what} the turn ({again} again to stop waiting)")
+            self.abort("interrupted" if sig is None else sig.name)
         elif self._interrupts == 2 or not self.exit_on_third_interrupt:
             self.say("agy-host: not waiting for the agent any longer")
             self.stop_waiting()
         else:
-            os._exit(ExitCode.INTERRUPTED)
+            kill_every_group()
+            os._exit(signal_exit_code(sig))
         return True
 
     def write_last_run(self, session: str, result: TurnResult | None) -> None:
@@ -404,22 +411,6 @@ class SessionRuntime:
         )
 
 
-async def watch_interrupts(
-    session: Callable[[], SessionRuntime | None],
-    on_idle: Callable[[], None] | None = None,
-    *,
-    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """Route SIGINT to the running turn of ``session()`` (which may change);
-    between turns call ``on_idle``."""
-    with trio.open_signal_receiver(signal.SIGINT) as signals:
-        task_status.started()
-        async for _ in signals:
-            current = session()
-            if (current is None or not current.interrupt()) and on_idle is not None:
-                on_idle()
-
-
 __all__ = [
     "MAX_LATE_FOLLOW_UPS",
     "SessionRuntime",
@@ -427,5 +418,4 @@ __all__ = [
     "describe_error",
     "say_nothing",
     "say_stderr",
-    "watch_interrupts",
 ]

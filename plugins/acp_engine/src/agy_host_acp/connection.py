@@ -17,6 +17,7 @@ predecessor of its current connection.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 import re
 import time
@@ -29,6 +30,7 @@ import trio
 from agy_host.contract.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
 from agy_host.engine.base import McpServerSpec
 from agy_host.engine.lifecycle import Lifecycle
+from agy_host.engine.process import KILL_GRACE_S
 from agy_host_acp import schema as s
 from agy_host_acp.jsonrpc import (
     AUTH_REQUIRED,
@@ -92,7 +94,7 @@ class AcpConnection:
         on_notice: NoticeSink,
         initialize_timeout: float = 30.0,
         session_timeout: float = 20.0,
-        kill_grace: float = 0.75,
+        kill_grace: float = KILL_GRACE_S,
     ) -> None:
         self.spec = spec
         self.cwd = cwd
@@ -167,11 +169,20 @@ class AcpConnection:
         self.proc = await AgentProcess.open(
             self.spec.command, cwd=self.cwd, env=self._env, on_stderr_line=self._stderr_line
         )
+        try:
+            await self._watch(self.proc, task_status)
+        finally:
+            # Also when the watch was cancelled (a command ending): nothing
+            # may wait on this event for a connection that is gone.
+            self.exited.set()
+        self._on_exit(self)
+
+    async def _watch(self, proc: AgentProcess, task_status: trio.TaskStatus[None]) -> None:
         async with trio.open_nursery() as nursery:
-            self.proc.start_watchers(nursery)
+            proc.start_watchers(nursery)
             self.rpc = JsonRpcConnection(
-                self.proc.stdin,
-                self.proc.stdout,
+                proc.stdin,
+                proc.stdout,
                 on_notification=self._notification,
                 on_request=self._request_from_agent,
                 on_protocol_error=self._protocol_error,
@@ -182,32 +193,30 @@ class AcpConnection:
                     batch_handler=self._fast_updates,
                 ),
             )
-            self.log.add("spawn", pid=self.proc.pid, command=self.spec.label)
+            self.log.add("spawn", pid=proc.pid, command=self.spec.label)
             await nursery.start(self.rpc.run)
             task_status.started()
-            await self.proc.exited.wait()
+            await proc.exited.wait()
             # Give the reader a moment to deliver what the agent wrote last.
             with trio.move_on_after(0.5):
                 await self.rpc.finished.wait()
-            code = self.proc.returncode
-            tail = self.proc.stderr_tail(400).strip()
+            code = proc.returncode
+            tail = proc.stderr_tail(400).strip()
             self.exit_detail = f"agent exited with code {code}" + (f": {tail}" if tail else "")
             self.rpc.abort_all(self.exit_detail)
             nursery.cancel_scope.cancel()
-        self.exited.set()
-        self._on_exit(self)
 
     async def aclose(self, *, close_sessions: bool = True) -> None:
         """Close sessions (best effort), then end the process politely."""
         self.expected_exit = True
         with trio.CancelScope(shield=True):
             if close_sessions and self.rpc is not None and self.alive and self._supports_close():
-                for sid in list(self.sessions):
-                    with trio.move_on_after(min(2.0, self.session_timeout)):
-                        try:
+                # One bound for all of them: an ending command does not wait
+                # on each session of an agent that has stopped answering.
+                with trio.move_on_after(min(2.0, self.session_timeout)):
+                    for sid in list(self.sessions):
+                        with contextlib.suppress(Exception):
                             await self._request("session/close", {"sessionId": sid}, timeout=self.session_timeout)
-                        except Exception:
-                            pass
             if self.proc is not None:
                 await self.proc.shutdown(self.kill_grace)
                 with trio.move_on_after(2):

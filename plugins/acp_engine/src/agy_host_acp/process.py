@@ -16,12 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 
 import trio
 
-from agy_host.engine.process import STDERR_TAIL_CHARS, GroupChild, SpawnError, open_in_own_group
+from agy_host.engine.process import KILL_GRACE_S, STDERR_TAIL_CHARS, GroupChild, SpawnError, open_in_own_group
 
 #: The agent's stdout pipe is grown to this (Linux ``F_SETPIPE_SZ``; the
 #: default is 64 KiB): a flooding agent blocks less often and the reader
 #: takes bigger reads, so fewer wake-ups on both sides.
 PIPE_SIZE = 1024 * 1024
+#: How long an idle agent gets to leave after its stdin is closed.
+EOF_GRACE_S = 0.25
 
 
 def _grow_pipe(stream: object) -> None:
@@ -84,17 +86,13 @@ class AgentProcess(GroupChild):
     def on_stderr_line(self, line: str) -> None:
         self._on_stderr(line)
 
-    async def close_stdin(self) -> None:
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
-            await self.stdin.aclose()
-
-    async def shutdown(self, grace: float = 0.75) -> None:
-        """A polite end: close stdin (many agents exit on EOF), then terminate."""
-        with trio.CancelScope(shield=True):
-            await self.close_stdin()
-            with trio.move_on_after(grace):
-                await self.exited.wait()
-            await self.terminate(grace)
+    async def shutdown(self, grace: float = KILL_GRACE_S) -> None:
+        """A polite end: close stdin (many agents exit on EOF), then terminate
+        (SIGTERM, ``grace``, SIGKILL). The agent is idle here (its turns have
+        ended), and an idle agent that leaves on EOF does so in milliseconds:
+        :data:`EOF_GRACE_S` is plenty, and keeps a Ctrl-C'd command under 1 s
+        even for an agent that ignores both EOF and SIGTERM."""
+        await self.end(eof_grace=min(EOF_GRACE_S, grace), kill_grace=grace)
 
 
-__all__ = ["STDERR_TAIL_CHARS", "AgentProcess", "SpawnError"]
+__all__ = ["EOF_GRACE_S", "STDERR_TAIL_CHARS", "AgentProcess", "SpawnError"]

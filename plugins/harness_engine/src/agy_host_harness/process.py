@@ -141,16 +141,7 @@ class HarnessProcess(GroupChild):
 
     async def close(self, grace_s: float = 2.0) -> None:
         """Close stdin (the harness's own shutdown), kill the group if it lingers."""
-        with trio.CancelScope(shield=True):
-            if self._p.stdin is not None:
-                try:
-                    await self._p.stdin.aclose()
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
-            with trio.move_on_after(grace_s):
-                await self.exited.wait()
-            if self.alive:
-                await self.terminate(0.5)
+        await self.end(eof_grace=grace_s)
 
 
 __all__ = ["STDERR_RING", "HarnessProcess", "SpawnError", "meaningful"]

@@ -35,7 +35,7 @@ class StreamJsonConfig(msgspec.Struct, kw_only=True):
     #: not, so the margin must cover a slow human answer.
     print_timeout_margin_seconds: float = 900.0
     #: SIGTERM to the process group, then SIGKILL after this grace.
-    kill_grace_seconds: float = 0.75
+    kill_grace_seconds: float = 0.5
     #: After stdin is closed (shutdown, or a failed turn), how long agy gets to
     #: exit by itself and finish its stderr before it is killed.
     exit_grace_seconds: float = 2.0

@@ -22,6 +22,10 @@ next turn.
   decided (exit 1 / 2 / 3 tell a bad model, a misuse and a quota apart).
 * **Shutdown** closes stdin, which ends agy cleanly, and kills the group only
   if it does not exit within the grace.
+* **agy's exit ends its turn**, not only stdout's EOF: a descendant that
+  inherited stdout keeps the pipe open after agy died. The reader gets
+  :data:`EXIT_READ_GRACE_S` for the last output, then the turn fails as a
+  crash (and the group kill reaps the descendant).
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ from agy_host_stream_json.wire import Event, InitEvent, ResultEvent, Unknown, en
 
 if TYPE_CHECKING:
     from agy_host_stream_json.engine import StreamJsonEngine
+
+#: After agy exits mid-turn, how long its last output gets to arrive (as on ACP).
+EXIT_READ_GRACE_S = 0.5
 
 
 class StreamJsonDriver:
@@ -213,12 +220,28 @@ class StreamJsonDriver:
                 turn.on_eof()
 
     def on_exit(self, child: AgyProcess) -> None:
+        turn = self._turn_of(child)
+        if turn is not None and not turn.wire_done.is_set():
+            # Watch the process, not only stdout: a descendant that inherited
+            # agy's stdout keeps the pipe open after agy died, and the turn
+            # would wait for EOF until its inactivity timeout.
+            self._nursery.start_soon(self._exited_mid_turn, child, turn)
         if child is not self._child:
             return
         self.lifecycle.add("exit", pid=child.pid, code=child.returncode)
         self._child = None
         if not self.closed and self._current is None:
             self.state = "dead"
+
+    async def _exited_mid_turn(self, child: AgyProcess, turn: Turn) -> None:
+        """agy exited during a turn: what it wrote last still counts (the reader
+        gets a moment for it), then the turn ends as if stdout had ended."""
+        with trio.move_on_after(EXIT_READ_GRACE_S):
+            await child.stdout_done.wait()
+        if not child.stdout_done.is_set():
+            self.lifecycle.add("exit-before-eof", pid=child.pid, code=child.returncode)
+        if self._turn_of(child) is turn:
+            turn.on_eof()
 
     # -- processes ----------------------------------------------------------------
 

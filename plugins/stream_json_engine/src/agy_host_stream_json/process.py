@@ -132,18 +132,14 @@ class AgyProcess(GroupChild):
             return str(exc) or type(exc).__name__
         return None
 
-    async def close_stdin(self) -> None:
-        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            await self._stdin.aclose()
-
     async def finish(self, exit_grace: float, kill_grace: float) -> None:
         """The polite end: close stdin (agy exits after the current turn), let
         it exit and flush stderr, then make sure the group is gone."""
         with trio.CancelScope(shield=True):
             await self.close_stdin()
-            with trio.move_on_after(exit_grace):
-                await self.exited.wait()
-                await self.stderr_done.wait()
+            if await self.exited_within(exit_grace):
+                with trio.move_on_after(min(exit_grace, 0.5)):
+                    await self.stderr_done.wait()
             await self.terminate(kill_grace)
 
 
