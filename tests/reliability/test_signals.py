@@ -58,8 +58,12 @@ class Launched:
         for sig in sigs:
             self.proc.send_signal(sig)
             time.sleep(gap)
-        _, err = self.proc.communicate(timeout=60)
-        return self.proc.returncode, time.monotonic() - started, err.decode("utf-8", "replace")
+        # Not communicate(): it closes stdin, and a chat reading EOF leaves by
+        # itself, racing the signal being handled.
+        self.proc.wait(timeout=60)
+        elapsed = time.monotonic() - started
+        assert self.proc.stderr is not None
+        return self.proc.returncode, elapsed, self.proc.stderr.read().decode("utf-8", "replace")
 
     def binding(self, session: str) -> dict[str, object] | None:
         path = self.home / ".local" / "state" / "agy-host" / "sessions.json"
