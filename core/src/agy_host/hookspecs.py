@@ -172,10 +172,14 @@ def agy_host_turn_started(turn: TurnContext) -> None:
 
     :param turn: session, engine, cwd, the user's text, whether the agent
         conversation is new, the config and environment of the host running
-        it, and whether anyone in this command draws diffs.
+        it, whether anyone in this command draws diffs, and ``warn`` to show
+        the user a warning.
 
     Called before ``agy_host_prompt_parts``, so the agent cannot have acted
-    on the turn yet. Must be quick: it runs on the host's loop.
+    on the turn yet. Must be quick: it runs on the host's loop. Disk work of
+    unknown size (a directory walk, ``git``) goes to a worker thread, as the
+    diff plugin's snapshot does; call ``turn.warn`` from a hook, not from
+    that thread.
 
     **Use in plugins:** note the turn's start (a transcript, a diff
     baseline) instead of inferring it from another hook.

@@ -56,6 +56,14 @@ def edit(path: Path | str, call_id: str = "e1", diff: FileDiff | None = None) ->
     )
 
 
+def start(r: DiffRenderer, cwd: Path) -> None:
+    """A turn starts. Its snapshot is taken in a worker thread; in a real turn
+    the agent's first edit comes after the model answered, so the tests wait
+    for the snapshot the way that time would."""
+    r.turn_started(str(cwd))
+    assert r.baseline is not None and r.baseline.wait(30)
+
+
 def body(diff: str | None) -> list[str]:
     assert diff is not None
     return [line for line in diff.split("\n") if line[:1] in "+-" and not line.startswith(("+++", "---"))]
@@ -63,7 +71,7 @@ def body(diff: str | None) -> list[str]:
 
 def test_a_tracked_file_is_diffed_against_the_commit(repo: Path) -> None:
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     (repo / "a.txt").write_text("one\n2\n")
     diff = r.render(edit(repo / "a.txt"), str(repo))
     assert diff is not None and diff.startswith("--- a/a.txt\n+++ b/a.txt\n")
@@ -72,21 +80,21 @@ def test_a_tracked_file_is_diffed_against_the_commit(repo: Path) -> None:
 
 def test_the_users_uncommitted_work_is_not_the_agents(repo: Path) -> None:
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     (repo / "dirty.txt").write_text("base\nthe user's own change\nthe agent's line\n")
     assert body(r.render(edit(repo / "dirty.txt"), str(repo))) == ["+  3 │ the agent's line"]
 
 
 def test_untracked_files_are_snapshotted_at_turn_start(repo: Path) -> None:
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     (repo / "untracked.txt").write_text("scratch\nmore\n")
     assert body(r.render(edit(repo / "untracked.txt"), str(repo))) == ["+  2 │ more"]
 
 
 def test_a_new_file_and_a_relative_path(repo: Path) -> None:
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     (repo / "src" / "new.py").write_text("print('hi')\n")
     diff = r.render(edit("src/new.py"), str(repo))
     assert diff is not None and diff.split("\n")[:2] == ["--- /dev/null", "+++ b/src/new.py"]
@@ -94,7 +102,7 @@ def test_a_new_file_and_a_relative_path(repo: Path) -> None:
 
 def test_a_second_edit_in_the_turn_shows_only_its_change(repo: Path) -> None:
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     (repo / "a.txt").write_text("one\ntwo\nthree\n")
     r.render(edit(repo / "a.txt"), str(repo))
     (repo / "a.txt").write_text("one\ntwo\nthree\nfour\n")
@@ -103,7 +111,7 @@ def test_a_second_edit_in_the_turn_shows_only_its_change(repo: Path) -> None:
 
 def test_a_commit_during_the_turn_does_not_move_the_baseline(repo: Path) -> None:
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     (repo / "src" / "b.py").write_text("x = 2\n")
     git(repo, "commit", "-q", "-am", "the agent commits")
     assert body(r.render(edit(repo / "src" / "b.py"), str(repo))) == ["-1   │ x = 1", "+  1 │ x = 2"]
@@ -112,14 +120,14 @@ def test_a_commit_during_the_turn_does_not_move_the_baseline(repo: Path) -> None
 def test_write_to_file_content_is_the_new_side(repo: Path) -> None:
     """stream-json's write_to_file carries the content (old_text unknown)."""
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     card = edit(repo / "a.txt", diff=FileDiff(path=str(repo / "a.txt"), new_text="one\ntwo\nthree\n"))
     assert body(r.render(card, str(repo))) == ["+  3 │ three"]
 
 
 def test_an_acp_diff_is_used_as_the_agent_sent_it(repo: Path) -> None:
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     card = edit("/elsewhere/f.txt", diff=FileDiff(path="/elsewhere/f.txt", old_text="a\n", new_text="b\n"))
     assert body(r.render(card, str(repo))) == ["-1   │ a", "+  1 │ b"]
 
@@ -131,7 +139,7 @@ def test_git_is_only_read(repo: Path) -> None:
     )  # stale stat info: a plain `git status` rewrites the index
     before = (index.stat().st_mtime_ns, index.read_bytes())
     r = DiffRenderer()
-    r.turn_started(str(repo))
+    start(r, repo)
     r.render(edit(repo / "a.txt"), str(repo))
     assert (index.stat().st_mtime_ns, index.read_bytes()) == before
     assert not (repo / ".git" / "index.lock").exists()
@@ -155,7 +163,7 @@ def test_first_sight_covers_files_no_snapshot_had(tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("before\n")
     r = DiffRenderer()
-    r.turn_started(str(tmp_path / "nonexistent-cwd"))
+    start(r, tmp_path / "nonexistent-cwd")
     r.first_sight(ToolCard(call_id="s", name="write", status="started", kind="edit", args={"path": str(outside)}))
     outside.write_text("after\n")
     assert body(r.render(edit(outside), str(tmp_path))) == ["-1   │ before", "+  1 │ after"]

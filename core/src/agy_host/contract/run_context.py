@@ -11,11 +11,15 @@ its own), so a plugin that derives paths from it agrees with the host.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import msgspec
+
+
+def _no_warning(message: str) -> None:
+    """The default for a context built without a host (tests, tools)."""
 
 
 class RunContext(msgspec.Struct, kw_only=True, frozen=True):
@@ -41,6 +45,9 @@ class TurnContext(msgspec.Struct, kw_only=True, frozen=True):
     #: renderer does; ``--format json`` and programs do not): a plugin that
     #: pays for a "before" snapshot at turn start skips it otherwise.
     diffs_wanted: bool = False
+    #: Show the user a warning (the terminal, the Python API's events). Call
+    #: it on the host's loop (from a hook), not from a thread of your own.
+    warn: Callable[[str], None] = _no_warning
 
 
 __all__ = ["RunContext", "TurnContext"]

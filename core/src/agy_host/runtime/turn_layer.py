@@ -367,6 +367,7 @@ class TurnLayer:
             config=self.config,
             env=self.env,
             diffs_wanted=self._diffs_wanted(),
+            warn=self._warn,
         )
         self.plugins.turn_started(started, on_error=start_failed)
         ctx = PromptContext(

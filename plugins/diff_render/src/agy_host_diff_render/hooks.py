@@ -3,7 +3,7 @@
 ``agy_host_turn_started`` comes before the engine sends the prompt, so the
 agent cannot have touched a file yet, and it carries the turn's working
 directory. The baseline is taken only when a renderer of this command draws
-diffs (``turn.diffs_wanted``).
+diffs (``turn.diffs_wanted``), in a worker thread: the hook returns at once.
 ``agy_host_render_event`` notes each edit card's file the first time it
 appears, for files no snapshot covered. ``agy_host_render_diff`` answers
 the renderers.
@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agy_host import hookimpl
-from agy_host.contract.events import HostEvent, ToolCard
+from agy_host.contract.events import HostEvent, ToolCard, TurnEnded
 from agy_host_diff_render.baseline import Baseline, read_text
 from agy_host_diff_render.unified import unified_diff
 
@@ -50,9 +51,22 @@ class DiffRenderer:
 
     def __init__(self) -> None:
         self.baseline: Baseline | None = None
+        self.warn: Callable[[str], None] = lambda _message: None
+        self._told: set[str] = set()
 
-    def turn_started(self, cwd: str) -> None:
-        self.baseline = Baseline(cwd)
+    def turn_started(self, cwd: str, warn: Callable[[str], None] | None = None) -> None:
+        # In a worker thread: the hook returns at once, the loop never waits on the disk.
+        self.baseline = Baseline.start(cwd)
+        if warn is not None:
+            self.warn = warn
+
+    def tell_capped(self) -> None:
+        """Once per reason and host: the snapshot stopped at a bound (on the loop)."""
+        baseline = self.baseline
+        if baseline is None or baseline.capped is None or baseline.capped in self._told:
+            return
+        self._told.add(baseline.capped)
+        self.warn(f"diffs: the before-snapshot {baseline.capped}; other files are read when first edited")
 
     def _baseline(self, cwd: str) -> Baseline:
         if self.baseline is None:
@@ -68,6 +82,8 @@ class DiffRenderer:
     def first_sight(self, card: ToolCard) -> None:
         if self.baseline is None or not (card.kind == "edit" or card.diff is not None):
             return
+        self.baseline.stop()
+        self.tell_capped()
         raw = edit_path(card)
         if raw:
             self.baseline.note_first_sight(self.resolve(raw, str(self.baseline.cwd)))
@@ -99,17 +115,19 @@ class DiffPlugin:
     @hookimpl
     def agy_host_turn_started(self, turn: TurnContext) -> None:
         if turn.diffs_wanted:
-            self.renderer.turn_started(turn.cwd)
+            self.renderer.turn_started(turn.cwd, turn.warn)
         else:
             # Nobody draws diffs in this command (``--format json``, a program
-            # driving turns itself): the baseline's git calls or directory walk,
-            # synchronous on the host loop, would be paid by every turn for nothing.
+            # driving turns itself): the baseline's git calls or directory walk
+            # would be paid by every turn for nothing.
             self.renderer.baseline = None
 
     @hookimpl
     def agy_host_render_event(self, event: HostEvent) -> None:
         if isinstance(event, ToolCard) and event.status == "started":
             self.renderer.first_sight(event)
+        elif isinstance(event, TurnEnded):
+            self.renderer.tell_capped()
 
     @hookimpl
     def agy_host_render_diff(self, card: ToolCard, cwd: str) -> str | None:
