@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from agy_host import fsutil
 
 
@@ -47,3 +49,28 @@ def test_the_sweep_runs_once_per_file_and_process(tmp_path: Path) -> None:
     assert path.read_bytes() == b"2"
     assert later.exists()
     assert fsutil.sweep_stale_temps(path) == [later]
+
+
+def test_a_held_lock_is_waited_for_with_a_notice_then_given_up(tmp_path: Path) -> None:
+    import fcntl
+
+    from agy_host.fsutil import LockTimeout, locked
+
+    target = tmp_path / "sessions.json"
+    with locked(target):  # the holder notes itself in the lock file
+        assert f"pid {os.getpid()}" in (tmp_path / "sessions.json.lock").read_text()
+    other = os.open(tmp_path / "sessions.json.lock", os.O_RDWR)
+    fcntl.flock(other, fcntl.LOCK_EX)  # another open file: it conflicts as another process would
+    told: list[str] = []
+    try:
+        with (
+            pytest.raises(LockTimeout, match=r"held by pid \d+ .*gave up after 0.8s"),
+            locked(target, timeout=0.8, on_wait=told.append),
+        ):
+            raise AssertionError("the lock was taken while held")
+    finally:
+        fcntl.flock(other, fcntl.LOCK_UN)
+        os.close(other)
+    assert len(told) == 1 and "waiting for" in told[0] and "Ctrl-C" in told[0]
+    with locked(target, timeout=0.8):  # free again: taken at once
+        pass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import signal
 import subprocess
 import sys
@@ -210,3 +211,80 @@ def test_a_closed_stdout_is_refused_before_the_turn_with_a_reason(tmp_path: Path
     )
     err = proc.stderr.decode()
     assert proc.returncode == 1 and "stdout is closed" in err and "internal error" not in err, err
+
+
+# -- a store lock held by another process ---------------------------------------------
+
+
+_HOLD = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+os.ftruncate(fd, 0)
+os.write(fd, b"pid %d (the-holder)\\n" % os.getpid())
+print("held", flush=True)
+time.sleep(300)
+"""
+
+
+def _hold_store_lock(tmp_path: Path) -> subprocess.Popen[str]:
+    state = tmp_path / "home" / ".local" / "state" / "agy-host"
+    state.mkdir(parents=True, exist_ok=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLD, str(state / f"{STORE_FILE}.lock")], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+    return holder
+
+
+def test_a_held_store_lock_is_shown_and_ctrl_c_ends_the_wait(tmp_path: Path) -> None:
+    """Another process holds ``sessions.json``'s lock (stopped with Ctrl-Z,
+    say): the wait says who holds it, and Ctrl-C ends it (it used to wait
+    silently, deaf to Ctrl-C, for as long as the holder lived)."""
+    holder = _hold_store_lock(tmp_path)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
+        env=_cli_env(tmp_path),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        ready, _, _ = select.select([proc.stderr], [], [], 30)
+        assert ready, "nothing said the command is waiting for a lock"
+        line = proc.stderr.readline()
+        assert "waiting for" in line and f"pid {holder.pid} (the-holder)" in line and "Ctrl-C" in line, line
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=30)
+        assert proc.returncode == 130, proc.stderr.read()
+        assert time.monotonic() - started < 5.0  # sanity: the 10 s bound was not waited out
+    finally:
+        for process in (proc, holder):
+            process.kill()
+            process.wait()
+
+
+def test_a_held_store_lock_is_given_up_after_its_bound_with_the_holder_named(tmp_path: Path) -> None:
+    from agy_host.fsutil import LOCK_TIMEOUT_S
+
+    holder = _hold_store_lock(tmp_path)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
+            env=_cli_env(tmp_path),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=LOCK_TIMEOUT_S + 50,
+        )
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 1, proc.stderr
+    assert f"gave up after {LOCK_TIMEOUT_S:g}s" in proc.stderr and f"pid {holder.pid} (the-holder)" in proc.stderr
+    assert "internal error" not in proc.stderr

@@ -10,6 +10,14 @@ directory every time). A file that cannot
 be parsed is moved aside by
 :func:`quarantine` (and the move reported) instead of being overwritten, so the
 user's data is kept for inspection.
+
+A lock (:func:`locked`) is held for milliseconds by a healthy process. One
+held longer belongs to a process that is stopped (Ctrl-Z) or stuck, so the
+wait is bounded (:data:`LOCK_TIMEOUT_S`, then :class:`LockTimeout` naming
+the holder), shown once it lasts (who holds it: each holder writes its pid
+and command into the lock file), and Ctrl-C ends it: on the main thread the
+wait turns SIGINT back into ``KeyboardInterrupt`` for its duration, since an
+event loop's own handler would only queue the signal until the wait ended.
 """
 
 from __future__ import annotations
@@ -18,10 +26,19 @@ import contextlib
 import fcntl
 import glob
 import os
+import signal
+import sys
 import tempfile
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
+
+#: How long :func:`locked` waits for another process before giving up.
+LOCK_TIMEOUT_S = 10.0
+#: A wait longer than this is shown (with the holder).
+LOCK_NOTICE_S = 0.5
 
 #: A temp file older than this was stranded by a killed writer: a live write
 #: lasts milliseconds between ``mkstemp`` and ``os.replace``.
@@ -74,18 +91,98 @@ def sweep_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[Pa
     return removed
 
 
+class LockTimeout(OSError):
+    """Another process held a lock longer than :data:`LOCK_TIMEOUT_S`."""
+
+
+def _say_waiting(message: str) -> None:
+    with contextlib.suppress(Exception):
+        print(f"agy-host: {message}", file=sys.stderr, flush=True)
+
+
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
-    """Hold an exclusive advisory lock on ``path`` (a sibling ``.lock`` file)."""
+def locked(
+    path: Path, *, timeout: float = LOCK_TIMEOUT_S, on_wait: Callable[[str], None] | None = None
+) -> Iterator[None]:
+    """Hold an exclusive advisory lock on ``path`` (a sibling ``.lock`` file).
+
+    Waits at most ``timeout`` seconds for another holder (then
+    :class:`LockTimeout`); a wait longer than :data:`LOCK_NOTICE_S` is told
+    to ``on_wait`` (stderr by default) once, with the holder."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     lock_path = path.with_name(path.name + ".lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            _wait_for_lock(fd, lock_path, timeout, on_wait or _say_waiting)
+        _note_holder(fd)
         yield
     finally:
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
+
+
+def _wait_for_lock(fd: int, lock_path: Path, timeout: float, on_wait: Callable[[str], None]) -> None:
+    started = time.monotonic()
+    pause = 0.01
+    told = False
+    with _ctrl_c_interrupts():
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                pass
+            waited = time.monotonic() - started
+            if waited >= timeout:
+                raise LockTimeout(
+                    f"{lock_path} is held by {_holder(lock_path)}; gave up after {timeout:g}s "
+                    "(is that process stopped, e.g. with Ctrl-Z?)"
+                )
+            if not told and waited >= LOCK_NOTICE_S:
+                told = True
+                on_wait(f"waiting for {lock_path}, held by {_holder(lock_path)} (Ctrl-C to stop)")
+            time.sleep(pause)
+            pause = min(pause * 2, 0.2)
+
+
+def _note_holder(fd: int) -> None:
+    """Say who holds the lock, for a process that has to wait (best effort)."""
+    with contextlib.suppress(OSError):
+        who = f"pid {os.getpid()} ({' '.join(os.path.basename(a) for a in sys.argv[:2])[:80]})\n"
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, who.encode("utf-8", "replace"), 0)
+
+
+def _holder(lock_path: Path) -> str:
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        text = lock_path.read_text("utf-8").strip()
+        if text:
+            return text
+    return "another process"
+
+
+@contextlib.contextmanager
+def _ctrl_c_interrupts() -> Iterator[None]:
+    """SIGINT raises ``KeyboardInterrupt`` for the duration (main thread only)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGINT, interrupt)
+    except ValueError:  # not the main interpreter's main thread after all
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def quarantine(path: Path) -> Path:
@@ -101,4 +198,13 @@ def quarantine(path: Path) -> Path:
     return target
 
 
-__all__ = ["STALE_TEMP_S", "locked", "quarantine", "sweep_stale_temps", "write_atomic"]
+__all__ = [
+    "LOCK_NOTICE_S",
+    "LOCK_TIMEOUT_S",
+    "STALE_TEMP_S",
+    "LockTimeout",
+    "locked",
+    "quarantine",
+    "sweep_stale_temps",
+    "write_atomic",
+]

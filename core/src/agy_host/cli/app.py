@@ -94,6 +94,13 @@ def _run(app: typer.Typer, args: list[str], state: CliState) -> int:
         print("agy-host: interrupted", file=sys.stderr)
         return ExitCode.INTERRUPTED
     except Exception as exc:
+        from agy_host.fsutil import LockTimeout
+        from agy_host.runtime.store import StoreError
+
+        if isinstance(exc, (LockTimeout, StoreError)):
+            # The state on disk is busy or unreadable: the user's to resolve, not a bug.
+            print(f"agy-host: error: {exc}", file=sys.stderr)
+            return ExitCode.ERROR
         # A bug in agy-host or a plugin command: say so plainly; the traceback
         # is there when asked for.
         print(f"agy-host: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -135,6 +135,8 @@ class SessionStore:
     def __init__(self, path: Path, *, warn: Warn | None = None) -> None:
         self.path = path
         self._warn = warn or _ignore
+        #: Who hears that the file's lock is being waited for (stderr without ``warn``).
+        self._on_wait = warn
         self._cache: dict[str, SessionBinding] = {}
         #: Keys this process changed (``None`` = deleted) and has not yet
         #: written: only these are overlaid on the file's current content.
@@ -194,7 +196,7 @@ class SessionStore:
 
     def reload(self) -> None:
         """Re-read the file (keeping this process's unwritten changes on top)."""
-        with fsutil.locked(self.path):
+        with fsutil.locked(self.path, on_wait=self._on_wait):
             narrowed = self._read_locked(self._warn)
         self._cache = dict(narrowed.bindings)
         self._apply_dirty(self._cache)
@@ -236,7 +238,7 @@ class SessionStore:
         reported twice; the original is moved aside before a lossy rewrite."""
         if not self._dirty:
             return
-        with fsutil.locked(self.path):
+        with fsutil.locked(self.path, on_wait=self._on_wait):
             narrowed = self._read_locked(_ignore)
             if narrowed.lossy and self.path.exists():
                 moved = fsutil.quarantine(self.path)
