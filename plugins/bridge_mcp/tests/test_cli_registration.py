@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -97,10 +99,40 @@ def test_sweep_removes_dead_pids_only(path: Path) -> None:
     path.parent.mkdir(parents=True)
     live = {"agy-host-bridge-1": {}, "agy-host-bridge-2": {}, "agy-host-bridge-x": {}, "agy-host-bridge-": {}}
     path.write_text(json.dumps({"mcpServers": {**FOREIGN, **live}}))
-    removed = reg.sweep_stale(path, is_alive=lambda pid: pid == 1)
+    removed = reg.sweep_stale(path, is_alive=lambda pid: pid == 1, is_writer=lambda pid, value: True)
     assert removed == ["agy-host-bridge-2"]
     assert sorted(servers(path)) == sorted([*FOREIGN, "agy-host-bridge-1", "agy-host-bridge-x", "agy-host-bridge-"])
     assert reg.pid_alive(os.getpid()) and not reg.pid_alive(0)
+
+
+def test_sweep_removes_entries_whose_pid_now_runs_another_process(path: Path) -> None:
+    """A pid reused after its agy-host died is alive but not the writer: the
+    entry's start time (or, for an entry from before it was recorded, the
+    process's command line) tells them apart."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        pid = sleeper.pid
+        started = reg.process_started(pid)
+        assert started is not None and started.isdigit()
+        path.parent.mkdir(parents=True)
+        reused = reg.entry(URL, "t", started=str(int(started) + 1))  # the dead writer's start time
+        path.write_text(json.dumps({"mcpServers": {**FOREIGN, reg.entry_name(pid): reused}}))
+        assert reg.sweep_stale(path) == [reg.entry_name(pid)]
+        path.write_text(json.dumps({"mcpServers": {reg.entry_name(pid): reg.entry(URL, "t")}}))
+        assert reg.sweep_stale(path) == [reg.entry_name(pid)], "a legacy entry of a pid that is not agy-host"
+        same = reg.entry(URL, "t", started=started)
+        path.write_text(json.dumps({"mcpServers": {reg.entry_name(pid): same}}))
+        assert reg.sweep_stale(path) == [] and servers(path) == {reg.entry_name(pid): same}
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_our_entry_records_our_start_time(path: Path) -> None:
+    reg.register(path, os.getpid(), URL, "t")
+    headers = servers(path)[reg.entry_name(os.getpid())]["headers"]  # type: ignore[index]
+    assert headers == {"x-bridge-token": "t", "x-agy-host-started": reg.process_started(os.getpid())}
+    assert reg.sweep_stale(path) == []  # we are alive and ourselves
 
 
 def test_set_disabled_flips_ours_only_and_is_idempotent(path: Path) -> None:
@@ -159,7 +191,7 @@ async def test_a_stream_json_run_registers_its_bridge_and_removes_it(tmp_path: P
         entry = servers(path)[f"agy-host-bridge-{os.getpid()}"]
         assert entry == {
             "disabled": False,
-            "headers": {"x-bridge-token": bridge.service.token},
+            "headers": {"x-bridge-token": bridge.service.token, "x-agy-host-started": reg.process_started(os.getpid())},
             "serverUrl": bridge.url,
         }
         assert "agy-host-bridge-999999999" not in servers(path)  # a dead host's entry was swept

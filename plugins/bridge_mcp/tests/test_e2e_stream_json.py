@@ -56,7 +56,10 @@ def test_the_registration_exists_only_while_the_host_runs(env: dict[str, str], f
     # while the CLI ran: the host's own entry (named for its pid, the CLI's parent), with the token, 0600
     [seen] = agy.events("mcp-server")
     [argv_note] = agy.events("argv")
-    assert seen["entry"].startswith("agy-host-bridge-") and seen["headers"] == ["x-bridge-token"], seen
+    assert seen["entry"].startswith("agy-host-bridge-") and seen["headers"] == [
+        "x-agy-host-started",
+        "x-bridge-token",
+    ], seen
     assert seen["mode"] == 0o600 and seen["all"] == sorted(["theirs", seen["entry"]]), seen
     assert argv_note["pid"] != int(seen["entry"].rsplit("-", 1)[1])
     # afterwards: our entry removed, the user's entry kept as it was

@@ -18,7 +18,11 @@ The file is the user's, so every change is careful:
   object is **refused** and never rewritten; a symlink is refused too
   (rewriting would replace the user's link with a plain file);
 * entries of agy-host processes that died are swept (a pid is alive when
-  ``kill(pid, 0)`` succeeds or fails with EPERM);
+  ``kill(pid, 0)`` succeeds or fails with EPERM), and so are entries whose
+  pid was reused by another process: each entry carries its process's start
+  time (``/proc/<pid>/stat``, in the ``x-agy-host-started`` header, which
+  agy sends back to the bridge and nobody reads), and an entry from before
+  that header is kept only while its pid runs agy-host;
 * our entry is removed when the host exits, and **disabled** while a one-shot
   delegated ``agy`` runs: every agy on the machine reads (and watches) this
   file, and a delegated agy would call host tools no host turn can serve.
@@ -41,6 +45,8 @@ from agy_host import fsutil
 ENTRY_PREFIX = "agy-host-bridge-"
 _ENTRY = re.compile(rf"^{re.escape(ENTRY_PREFIX)}(\d+)$")
 TOKEN_HEADER = "x-bridge-token"
+#: The registering process's start time: with the pid, who wrote the entry.
+STARTED_HEADER = "x-agy-host-started"
 
 
 class RegistrationRefused(Exception):
@@ -56,8 +62,40 @@ def entry_name(pid: int) -> str:
     return f"{ENTRY_PREFIX}{pid}"
 
 
-def entry(url: str, token: str, *, disabled: bool = False) -> dict[str, Any]:
-    return {"disabled": disabled, "headers": {TOKEN_HEADER: token}, "serverUrl": url}
+def entry(url: str, token: str, *, disabled: bool = False, started: str | None = None) -> dict[str, Any]:
+    headers = {TOKEN_HEADER: token}
+    if started is not None:
+        headers[STARTED_HEADER] = started
+    return {"disabled": disabled, "headers": headers, "serverUrl": url}
+
+
+def process_started(pid: int) -> str | None:
+    """When ``pid`` started (clock ticks since boot, ``/proc/<pid>/stat``
+    field 22); ``None`` where that cannot be read (another OS, no /proc)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text("utf-8", "replace")
+        return stat.rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _runs_agy_host(pid: int) -> bool:
+    """Whether ``pid``'s command line names agy-host (``True`` when it cannot be read)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+    return b"agy-host" in cmdline or b"agy_host" in cmdline
+
+
+def still_ours(pid: int, value: object) -> bool:
+    """Whether the live ``pid`` is still the process that wrote ``value``."""
+    headers = value.get("headers") if isinstance(value, dict) else None
+    recorded = headers.get(STARTED_HEADER) if isinstance(headers, dict) else None
+    if not isinstance(recorded, str):
+        return _runs_agy_host(pid)  # an entry from before the header
+    now = process_started(pid)
+    return now is None or now == recorded
 
 
 def pid_alive(pid: int) -> bool:
@@ -127,7 +165,7 @@ def update(path: Path, change: Callable[[dict[str, Any]], bool], *, create: bool
 
 def register(path: Path, pid: int, url: str, token: str) -> bool:
     """Add or refresh our entry (enabled)."""
-    wanted = entry(url, token)
+    wanted = entry(url, token, started=process_started(pid))
 
     def change(servers: dict[str, Any]) -> bool:
         if servers.get(entry_name(pid)) == wanted:
@@ -147,14 +185,22 @@ def unregister(path: Path, pid: int) -> bool:
     return update(path, change, create=False)
 
 
-def sweep_stale(path: Path, is_alive: Callable[[int], bool] = pid_alive) -> list[str]:
-    """Remove ``agy-host-bridge-<pid>`` entries of dead pids; other names stay."""
+def sweep_stale(
+    path: Path,
+    is_alive: Callable[[int], bool] = pid_alive,
+    is_writer: Callable[[int, object], bool] = still_ours,
+) -> list[str]:
+    """Remove ``agy-host-bridge-<pid>`` entries whose pid is dead or now
+    another process (:func:`still_ours`); other names stay."""
     removed: list[str] = []
 
     def change(servers: dict[str, Any]) -> bool:
         for name in list(servers):
             match = _ENTRY.match(name)
-            if match and not is_alive(int(match.group(1))):
+            if not match:
+                continue
+            pid = int(match.group(1))
+            if not is_alive(pid) or not is_writer(pid, servers[name]):
                 del servers[name]
                 removed.append(name)
         return bool(removed)
@@ -240,6 +286,7 @@ class CliRegistration:
 
 __all__ = [
     "ENTRY_PREFIX",
+    "STARTED_HEADER",
     "TOKEN_HEADER",
     "CliRegistration",
     "RegistrationRefused",
@@ -247,9 +294,11 @@ __all__ = [
     "entry",
     "entry_name",
     "pid_alive",
+    "process_started",
     "read",
     "register",
     "set_disabled",
+    "still_ours",
     "sweep_stale",
     "unregister",
     "update",
