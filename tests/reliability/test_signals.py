@@ -244,3 +244,30 @@ def test_chat_leaves_on_sigterm_or_sighup_between_turns(tmp_path: Path, sig: sig
         assert run.agent_pids() == []
     finally:
         run.kill_leftovers()
+
+
+def test_ask_plan_ends_agy_on_sigterm_with_the_signals_exit_code(tmp_path: Path) -> None:
+    """``ask --mode plan`` runs ``agy -p`` itself: SIGTERM stops it the same
+    way (agy's group killed, never left running) and exits 143."""
+    marker = tmp_path / "agents"
+    fake = make_fake_agy(marker, {"turns": [[{"say": ["T0"]}, {"hang": True}]], "sigterm": "ignore"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "agy_host.cli.main", "ask", "--mode", "plan", "--format", "json", "plan it"],
+        env=isolated_env(tmp_path / "home", AGY_HOST_TTY="none", AGY_BIN=str(fake.bin)),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    run = Launched(proc, tmp_path / "home", marker)
+    try:
+        _wait_for(lambda: bool(fake.argvs()), "agy started", proc)
+        time.sleep(0.3)  # agy-host's signal watch starts right after the spawn
+        code, _elapsed, err = run.signal_and_wait(signal.SIGTERM)
+        assert code == 143, err
+        assert proc.stdout is not None
+        report = json.loads(proc.stdout.read())
+        assert report["status"] == "aborted" and report["error"].startswith("ended by SIGTERM")
+        assert run.agent_pids() == []
+    finally:
+        run.kill_leftovers()

@@ -98,6 +98,7 @@ def ask_plan(host: Any, opts: Any) -> int:
     resume = f'agy-host ask --mode plan --session {opts.session} "..."' if outcome.conversation_id else None
     return report(
         outcome.status,
+        exit_code=128 + outcome.ended_by_signal if outcome.ended_by_signal else None,
         text=outcome.text,
         duration_s=duration,
         conversation_id=outcome.conversation_id,

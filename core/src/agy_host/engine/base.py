@@ -146,6 +146,9 @@ class PlanOutcome(msgspec.Struct, kw_only=True, omit_defaults=True):
     error: str = ""
     stderr: str = ""
     usage: dict[str, Any] | None = None
+    #: The signal that ended the run (SIGTERM, SIGHUP), when one did: the
+    #: command then exits ``128 + signal``, as after a turn.
+    ended_by_signal: int | None = None
 
 
 class Engine(abc.ABC):

@@ -18,6 +18,7 @@ argv, in order (the original's): ``--add-dir CWD``, ``$AGY_EXTRA_ARGS``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -164,14 +165,23 @@ async def run_plan(argv: list[str], *, cwd: str, timeout_s: float, env: Mapping[
             stderr.extend(chunk)
             del stderr[:-STDERR_TAIL]
 
+    ended_by: list[signal.Signals] = []
+
     async def interrupts(cancel: trio.CancelScope, *, task_status: trio.TaskStatus[None]) -> None:
-        with trio.open_signal_receiver(signal.SIGINT) as signals:
+        # SIGTERM and SIGHUP end the run as Ctrl-C does (agy's group is
+        # killed, never left running); a second signal leaves at once, after
+        # a SIGKILL to the group.
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
             task_status.started()
             count = 0
-            async for _ in signals:
+            async for signum in signals:
                 count += 1
+                if signum != signal.SIGINT and not ended_by:
+                    ended_by.append(signal.Signals(signum))
                 if count > 1:
-                    os._exit(130)
+                    with contextlib.suppress(OSError):
+                        os.killpg(process.pid, signal.SIGKILL)
+                    os._exit(128 + ended_by[0] if ended_by else 130)
                 state["status"] = "aborted"
                 cancel.cancel()
 
@@ -212,6 +222,9 @@ async def run_plan(argv: list[str], *, cwd: str, timeout_s: float, env: Mapping[
         outcome.error = f"agy exited with status {process.returncode}: {why}"
     elif outcome.status == "timeout":
         outcome.error = err_text if "print timeout" in err_text else f"agy did not finish within {timeout_s:g}s"
+    elif outcome.status == "aborted" and ended_by:
+        outcome.ended_by_signal = int(ended_by[0])
+        outcome.error = f"ended by {ended_by[0].name}; agy was stopped"
     elif outcome.status == "aborted":
         outcome.error = "interrupted (Ctrl-C); agy was stopped"
     return outcome
