@@ -16,7 +16,9 @@ class ExitCode(enum.IntEnum):
     TIMEOUT = 3
     NO_SUCH_SESSION = 4
     PERMISSION_DENIED = 5
+    ENDED_BY_SIGHUP = 129
     INTERRUPTED = 130
+    ENDED_BY_SIGTERM = 143
 
 
 #: What each code means, in the order ``--help`` lists them.
@@ -27,7 +29,9 @@ EXIT_CODES: dict[int, str] = {
     ExitCode.TIMEOUT: "the turn hit its overall deadline or inactivity timeout",
     ExitCode.NO_SUCH_SESSION: "the named session does not exist",
     ExitCode.PERMISSION_DENIED: "the agent asked for permission and every request was denied or cancelled",
+    ExitCode.ENDED_BY_SIGHUP: "ended by SIGHUP (the terminal closed); handled as Ctrl-C",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); the session binding is kept",
+    ExitCode.ENDED_BY_SIGTERM: "ended by SIGTERM (timeout, a supervisor); handled as Ctrl-C",
 }
 
 
