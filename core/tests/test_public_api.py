@@ -26,6 +26,7 @@ CORE = REPO / "core" / "src" / "agy_host"
 
 EXPORTS = [
     "AgyHostError",
+    "Answer",
     "Config",
     "DiagnosticReport",
     "DiffSource",
@@ -37,6 +38,7 @@ EXPORTS = [
     "EngineUnavailable",
     "ExitCode",
     "FileDiff",
+    "FormField",
     "HostEvent",
     "HostTool",
     "ImageBlock",
@@ -52,6 +54,8 @@ EXPORTS = [
     "PermissionRequest",
     "PromptContext",
     "PromptPart",
+    "Question",
+    "QuestionAnswered",
     "RenderOptions",
     "Renderer",
     "ResourceBlock",

@@ -53,6 +53,11 @@ _EXPORTS = {
     "TurnEnded": "agy_host.contract.events",
     "FileDiff": "agy_host.contract.events",
     "PermissionOption": "agy_host.contract.events",
+    "QuestionAnswered": "agy_host.contract.events",
+    # questions the agent asks the user
+    "Question": "agy_host.contract.interactions",
+    "Answer": "agy_host.contract.interactions",
+    "FormField": "agy_host.contract.interactions",
     # for plugin and engine authors
     "Engine": "agy_host.engine.base",
     "EngineCapabilities": "agy_host.engine.base",

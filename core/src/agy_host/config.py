@@ -83,6 +83,31 @@ class PermissionRule(msgspec.Struct, kw_only=True, omit_defaults=True):
     name: str | list[str] = msgspec.field(default_factory=list)
 
 
+class AnswerRule(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """One ``[[answer]]`` rule (config or ``--answers FILE``): how a question
+    is answered when nobody is there to ask.
+
+    Match fields are globs (or lists of globs, any may match) compared
+    case-insensitively; a rule matches when every field it sets matches.
+    ``field`` names a form field the rule fills; a form is answered when
+    every required field has a value. A question no rule answers fails
+    closed (exit 5), it is never answered empty.
+    """
+
+    #: The answer: a form field's value, a choice's text, free text; for a
+    #: URL question ``accept`` or ``decline`` may be given as ``action`` instead.
+    value: Any = None
+    action: Literal["accept", "decline"] = "accept"
+    #: ``form``, ``url``, ``choice`` or ``text``.
+    kind: str | list[str] = msgspec.field(default_factory=list)
+    #: A form field's name.
+    field: str | list[str] = msgspec.field(default_factory=list)
+    #: The question's text.
+    title: str | list[str] = msgspec.field(default_factory=list)
+    #: The tool the question belongs to, when it belongs to one.
+    tool: str | list[str] = msgspec.field(default_factory=list)
+
+
 #: What a ``permissions.rules`` list that does not validate becomes: one rule
 #: that denies everything. A typo in a deny rule must not silently allow what
 #: it was written to stop.
@@ -164,6 +189,8 @@ class Config(msgspec.Struct, kw_only=True):
     prompt: PromptConfig = msgspec.field(default_factory=PromptConfig)
     transcripts: TranscriptsConfig = msgspec.field(default_factory=TranscriptsConfig)
     bridge: BridgeConfig = msgspec.field(default_factory=BridgeConfig)
+    #: ``[[answer]]``: answers for questions asked with nobody there (after ``--answers``).
+    answer: list[AnswerRule] = msgspec.field(default_factory=list)
     #: Tables owned by plugins (``[stream_json]``, ``[bridge]``...), kept raw.
     plugins: dict[str, Any] = msgspec.field(default_factory=dict)
 
@@ -524,6 +551,7 @@ __all__ = [
     "Config",
     "ConfigError",
     "DENY_ALL_RULES",
+    "AnswerRule",
     "PermissionRule",
     "PermissionsConfig",
     "PromptConfig",

@@ -28,7 +28,9 @@ EXIT_CODES: dict[int, str] = {
     ExitCode.USAGE: "bad command line",
     ExitCode.TIMEOUT: "the turn hit its overall deadline or inactivity timeout",
     ExitCode.NO_SUCH_SESSION: "the named session does not exist",
-    ExitCode.PERMISSION_DENIED: "the agent asked for permission and every request was denied or cancelled",
+    ExitCode.PERMISSION_DENIED: (
+        "the agent asked for permission and every request was denied or cancelled, or asked a question nobody answered"
+    ),
     ExitCode.ENDED_BY_SIGHUP: "ended by SIGHUP (the terminal closed); handled as Ctrl-C",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); the session binding is kept",
     ExitCode.ENDED_BY_SIGTERM: "ended by SIGTERM (timeout, a supervisor); handled as Ctrl-C",

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from agy_host.api._loops import Job, Loop
     from agy_host.api._setup import Options, PermissionCallback
     from agy_host.contract.events import HostEvent
+    from agy_host.contract.interactions import Question
     from agy_host.contract.prompt import PromptBlock
     from agy_host.contract.turn_result import TurnResult
     from agy_host.runtime.host import Host
@@ -282,6 +283,8 @@ def open_session(
     tools: Sequence[Callable[..., Any]] = (),
     env: Mapping[str, str] | None = None,
     plugins: Sequence[object] = (),
+    on_question: Callable[[Question], Any] | None = None,
+    answers: str | Path | Sequence[Mapping[str, Any]] | None = None,
 ) -> contextlib.AbstractAsyncContextManager[Session]:
     """Open a session on an agent: ``async with open_session(...) as s``.
 
@@ -291,6 +294,11 @@ def open_session(
     ``(PermissionRequest) -> PermissionDecision | option id | bool`` (sync
     or async). ``tools`` are plain functions offered to the agent as host
     tools. ``env`` replaces ``os.environ`` for config and state lookups.
+    Questions the agent asks (:class:`~agy_host.contract.interactions.Question`)
+    are answered by ``answers`` (a rules file or a list of rule dicts, as
+    ``--answers``), then ``on_question`` (sync or async: an ``Answer``, a
+    dict of form values, a str, ``True``/``False``, or ``None`` to cancel);
+    unanswered, they fail the turn closed (exit code 5).
     """
     from agy_host.api._setup import Options
 
@@ -311,6 +319,8 @@ def open_session(
         tools=tools,
         env=env,
         plugins=plugins,
+        on_question=on_question,
+        answers=answers,
     )
     return _Opener(options)
 

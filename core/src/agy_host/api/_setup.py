@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import logging
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +15,8 @@ from agy_host import hookimpl
 from agy_host.api.errors import EngineUnavailable, SessionNotFound, UsageError
 
 if TYPE_CHECKING:
+    from agy_host.config import AnswerRule
+    from agy_host.contract.interactions import Answer, Question
     from agy_host.contract.permissions import PermissionDecision, PermissionRequest
     from agy_host.runtime.host import Host
     from agy_host.runtime.session import TurnSettings
@@ -112,6 +114,11 @@ class Options:
         self.env: Mapping[str, str] | None = kw["env"]
         self.plugins: list[object] = list(kw["plugins"] or ())
         self.settings = _settings(kw)
+        on_question = kw.get("on_question")
+        if on_question is not None and not callable(on_question):
+            raise UsageError("on_question is not callable")
+        self.on_question: Callable[[Question], Any] | None = on_question
+        self.answers = _answer_rules(kw.get("answers"))
 
     def host(self) -> Host:
         """The run context: config, env, plugins; the engine loaded and checked."""
@@ -132,6 +139,9 @@ class Options:
             raise EngineUnavailable(str(exc)) from exc
         if self.system_prompt is not None:
             host.config.system_prompt = self.system_prompt
+        host.answer_rules = self.answers
+        if self.on_question is not None:
+            host.question_callback = _question_callback(self.on_question)
         try:
             engine = host.load_engine()
         except EngineError as exc:
@@ -143,6 +153,53 @@ class Options:
         if problem:
             raise UsageError(problem)
         return host
+
+
+def _answer_rules(given: object) -> list[AnswerRule]:
+    """``answers=``: a file (TOML or JSON) or a list of rule dicts."""
+    import msgspec
+
+    from agy_host.config import AnswerRule
+    from agy_host.runtime.interactions import AnswersFileError, load_answers
+
+    if given is None:
+        return []
+    if isinstance(given, (str, Path)):
+        try:
+            return load_answers(Path(given))
+        except AnswersFileError as exc:
+            raise UsageError(str(exc)) from exc
+    if isinstance(given, (list, tuple)):
+        try:
+            return [rule if isinstance(rule, AnswerRule) else msgspec.convert(rule, AnswerRule) for rule in given]
+        except msgspec.ValidationError as exc:
+            raise UsageError(f"answers: {exc}") from exc
+    raise UsageError(f"answers must be a file or a list of rules, not {type(given).__name__}")
+
+
+def _question_callback(callback: Callable[[Question], Any]) -> Callable[[Question], Awaitable[Answer]]:
+    """The program's ``on_question`` (sync or async) as the broker's asker.
+    It may return an :class:`Answer`, a dict (a form's values), a str (the
+    answer), ``True`` (accept), ``False`` (decline) or ``None`` (cancel)."""
+    from agy_host.contract.interactions import Answer
+
+    async def ask(question: Question) -> Answer:
+        given = callback(question)
+        if inspect.isawaitable(given):
+            given = await given
+        if isinstance(given, Answer):
+            return given
+        if isinstance(given, dict):
+            return Answer(action="accept", values=given, by="on_question")
+        if isinstance(given, str):
+            return Answer(action="accept", values={"answer": given}, by="on_question")
+        if given is True:
+            return Answer(action="accept", by="on_question")
+        if given is False:
+            return Answer(action="decline", by="on_question")
+        return Answer(action="cancel", by="on_question", reason="the program gave no answer")
+
+    return ask
 
 
 def _settings(kw: Mapping[str, Any]) -> TurnSettings:

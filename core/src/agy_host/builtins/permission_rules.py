@@ -40,16 +40,17 @@ def _globs(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def _match(patterns: str | list[str], value: str) -> bool:
+def glob_match(patterns: str | list[str], value: str) -> bool:
+    """Whether ``value`` matches any of ``patterns`` (case-insensitive globs); no pattern matches all."""
     globs = _globs(patterns)
     return not globs or any(fnmatch.fnmatchcase(value.lower(), g.lower()) for g in globs)
 
 
 def rule_matches(rule: PermissionRule, request: PermissionRequest) -> bool:
     return (
-        _match(rule.kind, request.tool_kind)
-        and _match(rule.title, request.title)
-        and _match(rule.name, request.tool_name)
+        glob_match(rule.kind, request.tool_kind)
+        and glob_match(rule.title, request.title)
+        and glob_match(rule.name, request.tool_name)
     )
 
 
@@ -112,4 +113,4 @@ def agy_host_register_permission_policies(register: Callable[[PermissionPolicy],
     register(RulesPolicy())
 
 
-__all__ = ["RulesPolicy", "describe_rule", "evaluate", "rule_matches"]
+__all__ = ["RulesPolicy", "describe_rule", "evaluate", "glob_match", "rule_matches"]

@@ -44,6 +44,7 @@ from agy_host.contract.events import (
     HostEvent,
     Notice,
     PermissionAnswered,
+    QuestionAnswered,
     TextDelta,
     ThoughtDelta,
     ToolCard,
@@ -286,6 +287,22 @@ class RichRenderer:
                 self._card(event)
             case PermissionAnswered():
                 self._permission(event)
+            case QuestionAnswered():
+                ok = event.action == "accept"
+                style = "green" if ok else ("red" if event.unanswered else "yellow")
+                how = event.by + (f": {event.reason}" if event.reason else "")
+                self._line(
+                    self._styled(
+                        ("  ? ", "yellow"),
+                        ("question: ", "yellow"),
+                        (f"{event.origin}: " if event.origin else "", "dim"),
+                        (event.message, ""),
+                        (" → ", "dim"),
+                        (("unanswered, " if event.unanswered else "") + event.action, style),
+                        (f" · {how}", "dim"),
+                    ),
+                    wrap=True,
+                )
             case Notice():
                 icon, style = _NOTICE.get(event.level, ("•", ""))
                 self._line(self._styled((f"{icon} {event.message}", style)), wrap=True)

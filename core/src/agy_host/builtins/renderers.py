@@ -33,6 +33,7 @@ from agy_host.contract.events import (
     HostEvent,
     Notice,
     PermissionAnswered,
+    QuestionAnswered,
     TextDelta,
     ThoughtDelta,
     ToolCard,
@@ -56,6 +57,15 @@ def permission_line(event: PermissionAnswered) -> str:
             answer = f"{event.selected} ({option.name})"
     reason = f": {event.reason}" if event.reason else ""
     return f"[{what}] {event.title} -> {answer} ({event.policy}{reason})"
+
+
+def question_line(event: QuestionAnswered) -> str:
+    """``[question] MESSAGE -> accept (answers rule 1)``; unanswered ones say why."""
+    who = f"{event.origin}: " if event.origin else ""
+    fields = f" [{', '.join(event.fields)}]" if event.fields else ""
+    how = event.by + (f": {event.reason}" if event.reason else "")
+    marker = "UNANSWERED, " if event.unanswered else ""
+    return f"[question] {who}{event.message} -> {marker}{event.action}{fields} ({how})"
 
 
 class TextRenderer:
@@ -139,6 +149,8 @@ class TextRenderer:
                 self._card(event)
             case PermissionAnswered():
                 self._side(permission_line(event))
+            case QuestionAnswered():
+                self._side(question_line(event))
             case Notice():
                 self._side(f"[{event.level}] {event.message}")
             case TurnStarted():

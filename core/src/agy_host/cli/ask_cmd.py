@@ -70,6 +70,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         skip_permissions: opt.SkipPermissions = None,
         system_prompt: opt.SystemPrompt = None,
         digest: opt.Digest = None,
+        answers: opt.Answers = None,
         files: opt.Files = None,
         images: opt.Images = None,
     ) -> None:

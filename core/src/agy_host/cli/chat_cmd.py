@@ -202,6 +202,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         skip_permissions: opt.SkipPermissions = None,
         system_prompt: opt.SystemPrompt = None,
         digest: opt.Digest = None,
+        answers: opt.Answers = None,
         verbose: opt.Verbose = False,
     ) -> None:
         checked = opt.common("chat", locals())

@@ -92,6 +92,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         verbose: opt.Verbose = False,
         system_prompt: opt.SystemPrompt = None,
         digest: opt.Digest = None,
+        answers: opt.Answers = None,
         files: opt.Files = None,
         images: opt.Images = None,
     ) -> None:

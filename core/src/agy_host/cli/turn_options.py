@@ -76,6 +76,15 @@ Digest = Annotated[
     bool | None,
     typer.Option("--digest/--no-digest", help="Send the context digest (this session on other engines)."),
 ]
+Answers = Annotated[
+    Path | None,
+    typer.Option(
+        "--answers",
+        help="Answer rules (TOML or JSON, [[answer]] field/title/kind -> value) for questions the agent asks "
+        "when nobody is there to ask; an unmatched question fails the turn (exit 5).",
+        metavar="FILE",
+    ),
+]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's thinking.")]
 Files = Annotated[list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")]
 Images = Annotated[list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")]
@@ -101,6 +110,7 @@ class TurnOptions(msgspec.Struct, kw_only=True):
     verbose: bool = False
     system_prompt: str | None = None
     digest: bool | None = None
+    answers: str | None = None
     files: list[str] = msgspec.field(default_factory=list)
     images: list[str] = msgspec.field(default_factory=list)
 
@@ -150,6 +160,7 @@ def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
         "images": given.get("images") or [],
         "timeout_min": given.get("timeout"),
         "inactivity_min": given.get("inactivity"),
+        "answers": str(given["answers"]) if given.get("answers") else None,
     }
 
 
@@ -180,6 +191,13 @@ def open_host(state: CliState, opts: TurnOptions) -> tuple[Host, EngineT]:
 
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
     apply_overrides(host, opts.system_prompt, opts.digest)
+    if opts.answers:
+        from agy_host.runtime.interactions import AnswersFileError, load_answers
+
+        try:
+            host.answer_rules = load_answers(Path(opts.answers))
+        except AnswersFileError as exc:
+            raise SetupFailed(str(exc), ExitCode.USAGE, host) from exc
     try:
         engine = host.load_engine()
     except EngineError as exc:
@@ -238,6 +256,7 @@ _PASSED = ("engine", "agent", "model", "effort", "mode", "fmt", "permissions", "
 __all__ = [
     "SESSION_HELP",
     "Agent",
+    "Answers",
     "Cwd",
     "Digest",
     "Effort",

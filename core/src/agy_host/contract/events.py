@@ -169,6 +169,23 @@ class PermissionActivity(_Event, tag="permission", kw_only=True):
     is_question: bool = False
 
 
+class QuestionActivity(_Event, tag="question", kw_only=True):
+    """The agent asked the user a question (an ACP elicitation form or URL)
+    and the host's broker answered it (:mod:`agy_host.contract.interactions`).
+    ``fields`` names the form fields answered; their values are the agent's
+    and the user's, not the event stream's."""
+
+    kind: str
+    message: str
+    action: str
+    by: str = ""
+    origin: str = ""
+    reason: str = ""
+    fields: list[str] = msgspec.field(default_factory=list)
+    #: Nobody could answer (no rule, no one to ask): the turn exits 5.
+    unanswered: bool = False
+
+
 class BridgeCallActivity(_Event, tag="bridge_call", kw_only=True):
     """The agent called a host tool through the bridge: the turn parks."""
 
@@ -216,6 +233,7 @@ Activity = (
     | ToolErrorActivity
     | UsageActivity
     | PermissionActivity
+    | QuestionActivity
     | BridgeCallActivity
     | NoticeActivity
     | CommandsActivity
@@ -278,6 +296,19 @@ class PermissionAnswered(_Event, tag="permission", kw_only=True):
     is_question: bool = False
 
 
+class QuestionAnswered(_Event, tag="question", kw_only=True):
+    """The agent asked the user a question; how it was answered, and by whom."""
+
+    kind: str
+    message: str
+    action: str
+    by: str = ""
+    origin: str = ""
+    reason: str = ""
+    fields: list[str] = msgspec.field(default_factory=list)
+    unanswered: bool = False
+
+
 class UsageReport(_Event, tag="usage", kw_only=True):
     turn: UsageCounts
     cumulative: UsageCounts | None = None
@@ -316,6 +347,7 @@ HostEvent = (
     | ThoughtDelta
     | ToolCard
     | PermissionAnswered
+    | QuestionAnswered
     | UsageReport
     | Notice
     | ToolUseRequested
@@ -337,6 +369,8 @@ __all__ = [
     "PermissionActivity",
     "PermissionAnswered",
     "PermissionOption",
+    "QuestionActivity",
+    "QuestionAnswered",
     "StopReason",
     "TextActivity",
     "TextDelta",

@@ -51,17 +51,26 @@ class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 def exit_code_for(
-    stop_reason: StopReason, error_kind: ErrorKind | None, permission_requests: int = 0, permissions_refused: int = 0
+    stop_reason: StopReason,
+    error_kind: ErrorKind | None,
+    permission_requests: int = 0,
+    permissions_refused: int = 0,
+    questions_unanswered: int = 0,
 ) -> int:
     """The documented exit code of a finished turn.
 
     Interruption and timeouts say more than "the agent gave up because it was
-    not allowed", which in turn says more than a generic error.
+    not allowed", which in turn says more than a generic error. A question
+    nobody could answer fails the turn closed (5) even when the agent went
+    on without the answer: a script must not take that turn's result for
+    one the user agreed to.
     """
     if stop_reason == "aborted":
         return ExitCode.INTERRUPTED
     if stop_reason == "error" and error_kind in ("timeout", "inactivity"):
         return ExitCode.TIMEOUT
+    if questions_unanswered > 0:
+        return ExitCode.PERMISSION_DENIED
     if permission_requests > 0 and permissions_refused == permission_requests:
         return ExitCode.PERMISSION_DENIED
     if stop_reason == "error":

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from agy_host import entry_points
+from agy_host.contract.interactions import QuestionAsker, nobody_answers
 
 if TYPE_CHECKING:
     from agy_host.config import Config
@@ -104,6 +105,7 @@ class EngineContext:
         warn: Callable[[str], None] | None = None,
         tools: Callable[[], list[HostTool]] = list,
         permission_policy: str = "",
+        ask_question: QuestionAsker | None = None,
     ) -> None:
         self.config = config
         self.state_dir = state_dir
@@ -120,6 +122,10 @@ class EngineContext:
         #: ``ask``, ``rules``...), for engines that can hand a static decision
         #: to their agent; the decider is still the one that answers.
         self.permission_policy = permission_policy
+        #: The host's interaction broker: hand it every question the agent
+        #: asks the user (an ACP elicitation); it always answers, and fails
+        #: closed (``cancel``, ``unanswered``) when nobody can.
+        self.ask_question: QuestionAsker = ask_question or nobody_answers
 
 
 class PlanRequest(msgspec.Struct, kw_only=True, frozen=True):

@@ -34,6 +34,7 @@ from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import TurnTimers
 
 if TYPE_CHECKING:
+    from agy_host.contract.interactions import Answer, Question, QuestionAsker
     from agy_host.contract.permissions import PermissionDecision, PermissionRequest
     from agy_host.engine.base import PermissionDecider
 
@@ -111,9 +112,36 @@ class EngineTurn:
             self.timers.resume()
 
     def cancel_permissions(self) -> None:
-        """Abort: every open permission request is answered ``cancelled``."""
+        """Abort: every open permission request and question is answered ``cancelled``."""
         for scope in list(self._open_permissions):
             scope.cancel()
+
+    # -- questions -----------------------------------------------------------------------
+
+    async def ask(self, asker: QuestionAsker, question: Question, *, bound_s: float | None = None) -> Answer:
+        """Hand ``question`` to the host's broker and always get an answer,
+        the way :meth:`decide_permission` does: clocks stopped meanwhile, an
+        abort answers ``cancel`` at once, a broker that raises or runs past
+        ``bound_s`` is a ``cancel`` that counts as unanswered."""
+        from agy_host.contract.interactions import Answer
+
+        if self.aborted:
+            return Answer(action="cancel", by="host", reason="turn aborted")
+        scope = trio.CancelScope()
+        self._open_permissions.add(scope)
+        self.timers.pause()
+        try:
+            with scope, trio.move_on_after(bound_s if bound_s is not None else math.inf) as limit:
+                try:
+                    return await asker(question)
+                except Exception as exc:  # a broken broker must still answer
+                    return Answer(action="cancel", by="host", reason=f"asking failed: {exc}", unanswered=True)
+            if limit.cancelled_caught and not scope.cancelled_caught:
+                return Answer(action="cancel", by="host", reason=f"no answer within {bound_s:g}s", unanswered=True)
+            return Answer(action="cancel", by="host", reason="turn aborted")
+        finally:
+            self._open_permissions.discard(scope)
+            self.timers.resume()
 
     # -- outcomes ----------------------------------------------------------------------
 

@@ -37,6 +37,8 @@ from agy_host.plugins import Plugins
 if TYPE_CHECKING:
     import trio
 
+    from agy_host.config import AnswerRule
+    from agy_host.contract.interactions import Answer, Question, QuestionAsker
     from agy_host.contract.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
     from agy_host.engine.base import Engine, EngineContext, EngineFactory
     from agy_host.runtime.store import SessionStore
@@ -108,6 +110,10 @@ class Host:
         self._engine: Engine | None = None
         self._store: SessionStore | None = None
         self._policy: PermissionPolicy | None = None
+        #: ``--answers FILE`` rules (before the config's ``[[answer]]``).
+        self.answer_rules: list[AnswerRule] = []
+        #: The program's question callback (the Python API's ``on_question``).
+        self.question_callback: QuestionAsker | None = None
         #: Services handed out by ``agy_host_services`` for this command.
         self.services: list[Service] = []
         from agy_host.contract.run_context import RunContext
@@ -208,7 +214,19 @@ class Host:
             warn=self.warn,
             tools=self.plugins.tools,
             permission_policy=self.permissions_flag or self.config.permissions.policy or DEFAULT_POLICY,
+            ask_question=self.ask_question,
         )
+
+    # -- questions ---------------------------------------------------------------------
+
+    async def ask_question(self, question: Question) -> Answer:
+        """The interaction broker's answer (rules, the program, the terminal, or fail closed)."""
+        from agy_host.runtime.interactions import InteractionBroker
+
+        broker = InteractionBroker(
+            rules=lambda: [*self.answer_rules, *self.config.answer], env=self.env, callback=self.question_callback
+        )
+        return await broker.ask(question)
 
     # -- store -----------------------------------------------------------------------
 
@@ -277,6 +295,10 @@ class Host:
         from agy_host.contract.permissions import PermissionDecision
         from agy_host.engine.timers import minutes
 
+        if request.is_question:
+            answered = await self._question_from_rules(request)
+            if answered is not None:
+                return answered
         policy = self.permission_policy()
         name = getattr(policy, "name", type(policy).__name__)
         bound = self.config.turn.permission_timeout_seconds
@@ -304,6 +326,40 @@ class Host:
                 reason=f"policy {name!r} chose {decision.option_id!r}, which the agent did not offer; cancelled",
             )
         return decision
+
+    async def _question_from_rules(self, request: PermissionRequest) -> PermissionDecision | None:
+        """Antigravity's questions (``interaction_`` permission requests) are
+        questions: the answer rules and the program's callback come before
+        the policy (which asks the terminal, or cancels: never ``auto``)."""
+        from agy_host.contract.interactions import Question
+        from agy_host.contract.permissions import PermissionDecision
+        from agy_host.runtime.interactions import answer_from_rules
+
+        names = [opt.name or opt.option_id for opt in request.options]
+        question = Question(
+            kind="choice",
+            session=request.session,
+            message=request.title,
+            call_id=request.call_id,
+            tool=request.tool_name,
+            choices=names,
+        )
+        answer = answer_from_rules([*self.answer_rules, *self.config.answer], question)
+        if answer is None and self.question_callback is not None:
+            try:
+                answer = await self.question_callback(question)
+            except Exception as exc:
+                self.warn(f"the question callback failed: {type(exc).__name__}: {exc}")
+                answer = None
+        if answer is None:
+            return None
+        if answer.action != "accept":
+            return PermissionDecision(option_id=None, policy=answer.by, reason=answer.reason or answer.action)
+        wanted = str(answer.values.get("answer", "")).strip().lower()
+        for opt, label in zip(request.options, names, strict=True):
+            if label.strip().lower() == wanted:
+                return PermissionDecision(option_id=opt.option_id, policy=answer.by or "answers", reason="answered")
+        return None
 
     # -- services ------------------------------------------------------------------------
 

@@ -22,6 +22,8 @@ from agy_host.contract.events import (
     NoticeActivity,
     PermissionActivity,
     PermissionAnswered,
+    QuestionActivity,
+    QuestionAnswered,
     TextActivity,
     TextDelta,
     ThoughtActivity,
@@ -62,6 +64,8 @@ class TurnState:
         self.cards: dict[str, ToolCardState] = {}
         self.permission_requests = 0
         self.permissions_refused = 0
+        #: Questions nobody answered (exit 5), with what they asked.
+        self.unanswered: list[str] = []
         self.leftover: list[Activity] = []
         self.parked = False
         #: The host tool call the turn is parked on.
@@ -121,6 +125,21 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
                     policy=activity.policy,
                     reason=activity.reason,
                     is_question=activity.is_question,
+                )
+            )
+        case QuestionActivity():
+            if activity.unanswered:
+                turn.unanswered.append(activity.message)
+            emit(
+                QuestionAnswered(
+                    kind=activity.kind,
+                    message=activity.message,
+                    action=activity.action,
+                    by=activity.by,
+                    origin=activity.origin,
+                    reason=activity.reason,
+                    fields=activity.fields,
+                    unanswered=activity.unanswered,
                 )
             )
         case NoticeActivity():

@@ -456,13 +456,17 @@ class TurnLayer:
         duration = trio.current_time() - turn.started_at
         response = outcome.response or "".join(turn.text)
         turn.text.clear()
+        error = outcome.error
+        if turn.unanswered and not error and stop != "aborted":
+            asked = "; ".join(repr(m) for m in turn.unanswered[:3])
+            error = f"the agent asked {asked} and nobody answered (give an --answers rule, or run where you can answer)"
         self.emit(
             TurnEnded(
                 stop_reason=stop,
                 duration_s=duration,
                 conversation_id=outcome.conversation_id,
                 response=response,
-                error=outcome.error,
+                error=error,
                 error_kind=outcome.error_kind,
                 agent_stop_reason=outcome.agent_stop_reason,
                 usage=turn.usage,
@@ -472,11 +476,13 @@ class TurnLayer:
         return TurnResult(
             session=turn.session,
             stop_reason=stop,
-            exit_code=exit_code_for(stop, outcome.error_kind, turn.permission_requests, turn.permissions_refused),
+            exit_code=exit_code_for(
+                stop, outcome.error_kind, turn.permission_requests, turn.permissions_refused, len(turn.unanswered)
+            ),
             duration_s=duration,
             conversation_id=outcome.conversation_id or (turn.binding.conversation_id if turn.binding else None),
             response=response,
-            error=outcome.error,
+            error=error,
             error_kind=outcome.error_kind,
             usage=turn.usage,
             permission_requests=turn.permission_requests,

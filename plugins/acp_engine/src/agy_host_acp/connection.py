@@ -31,7 +31,9 @@ from agy_host.contract.prompt import ImageBlock, PromptBlock, ResourceBlock, Tex
 from agy_host.engine.base import McpServerSpec
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.process import KILL_GRACE_S
+from agy_host_acp import elicitation
 from agy_host_acp import schema as s
+from agy_host_acp.elicitation import ElicitationParams
 from agy_host_acp.jsonrpc import (
     AUTH_REQUIRED,
     METHOD_NOT_FOUND,
@@ -72,6 +74,8 @@ class SessionListener(Protocol):
         ...
 
     async def on_permission(self, params: s.RequestPermissionParams) -> dict[str, Any]: ...
+
+    async def on_elicitation(self, params: ElicitationParams) -> dict[str, Any]: ...
 
     def on_notice(self, level: str, message: str, code: str) -> None: ...
 
@@ -137,7 +141,11 @@ class AcpConnection:
         started = time.monotonic()
         params = {
             "protocolVersion": s.PROTOCOL_VERSION,
-            "clientCapabilities": {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False},
+            "clientCapabilities": {
+                "fs": {"readTextFile": False, "writeTextFile": False},
+                "terminal": False,
+                "elicitation": elicitation.CLIENT_CAPABILITY,
+            },
             "clientInfo": {"name": CLIENT_NAME, "title": "agy-host", "version": _version()},
         }
         raw = await self._request("initialize", params, timeout=self.initialize_timeout)
@@ -429,6 +437,14 @@ class AcpConnection:
                 )
             self._route_update(sid, update)
             return
+        if method == "elicitation/complete":
+            done = msgspec.json.decode(params) if params else {}
+            ident = done.get("elicitationId", "") if isinstance(done, dict) else ""
+            self.log.add("elicitation-complete", elicitationId=str(ident))
+            message = f"the agent reports the step at the URL it gave is done ({ident})"
+            for listener in list(self.listeners.values()):
+                listener.on_notice("info", message, "elicitation")
+            return
         self.log.add("notification", method=method)
 
     async def _request_from_agent(self, method: str, params: msgspec.Raw) -> Any:
@@ -444,10 +460,32 @@ class AcpConnection:
                 self.log.add("permission-without-turn", sessionId=sid or "")
                 return {"outcome": {"outcome": "cancelled"}}
             return await listener.on_permission(req)
+        if method == "elicitation/create":
+            return await self._elicitation(params)
         self.log.add("unsupported-agent-request", method=method)
         if method.startswith(("fs/", "terminal/")):
             raise JsonRpcError(METHOD_NOT_FOUND, f"client capability not enabled: {method}")
         raise JsonRpcError(METHOD_NOT_FOUND, f"method not found: {method}")
+
+    async def _elicitation(self, raw: msgspec.Raw) -> dict[str, Any]:
+        """``elicitation/create``: the turn of its session asks the host; one
+        outside any turn (or request-scoped, before a session) is answered
+        ``cancel`` with a notice: nobody is there to be asked."""
+        params = elicitation.decode(bytes(raw))
+        if isinstance(params, str):
+            self.log.add("bad-elicitation", error=params)
+            self._notice_once("elicitation:bad", f"the agent sent {params}; answered cancel")
+            return {"action": "cancel"}
+        sid = params.session_id or ""
+        listener = self.listeners.get(sid) if sid else None
+        if listener is None:
+            self.log.add("elicitation-without-turn", sessionId=sid, mode=params.mode)
+            self._notice_once(
+                "elicitation:no-turn", f"the agent asked {params.message!r} outside a turn; answered cancel"
+            )
+            return {"action": "cancel"}
+        self.log.add("elicitation", sessionId=sid, mode=params.mode)
+        return await listener.on_elicitation(params)
 
     def _notice_once(self, key: str, message: str) -> None:
         """A warning shown the first time per connection (the lifecycle log

@@ -86,7 +86,12 @@ class AcpDriver:
         self.turns.supersede(request.session)
         slot = self._session_slots[request.session]
         await slot.acquire()
-        turn = Turn(request, self.engine.ctx.decide_permission, self._cfg.turn.permission_timeout_seconds)
+        turn = Turn(
+            request,
+            self.engine.ctx.decide_permission,
+            self._cfg.turn.permission_timeout_seconds,
+            self.engine.ctx.ask_question,
+        )
         self.stats["turns"] += 1
         return self.turns.start(turn, self._turn_task, slot)
 

@@ -14,23 +14,34 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.contract.events import NoticeActivity, PermissionActivity, PermissionOption
+from agy_host.contract.events import NoticeActivity, PermissionActivity, PermissionOption, QuestionActivity
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest, is_question
 from agy_host.engine.driver import TurnRequest
 from agy_host.engine.turn import EngineTurn
 from agy_host_acp import schema as s
+from agy_host_acp.elicitation import ElicitationParams, question_for, response_for
 from agy_host_acp.events import UpdateMapper, first_diff, tool_args, tool_name
 
 if TYPE_CHECKING:
+    from agy_host.contract.interactions import QuestionAsker
     from agy_host.engine.base import PermissionDecider
 
 
 class Turn(EngineTurn):
-    def __init__(self, request: TurnRequest, decide: PermissionDecider, permission_timeout: float) -> None:
+    def __init__(
+        self,
+        request: TurnRequest,
+        decide: PermissionDecider,
+        permission_timeout: float,
+        ask: QuestionAsker | None = None,
+    ) -> None:
+        from agy_host.contract.interactions import nobody_answers
+
         self.session_id: str | None = None
         super().__init__(request)
         self.mapper = UpdateMapper()
         self._decide = decide
+        self._ask: QuestionAsker = ask or nobody_answers
         self._permission_timeout = permission_timeout
         self.prompt_started = False
         self.prompt_done = trio.Event()
@@ -112,6 +123,31 @@ class Turn(EngineTurn):
         if decision.option_id is None:
             return {"outcome": {"outcome": "cancelled"}}
         return {"outcome": {"outcome": "selected", "optionId": decision.option_id}}
+
+    async def on_elicitation(self, params: ElicitationParams) -> dict[str, Any]:
+        """The agent asks the user (``elicitation/create``): the host's broker
+        answers, bounded like a permission and cancelled by an abort."""
+        question = question_for(params, self.request.session)
+        if isinstance(question, str):
+            message = f"the agent sent {question}; answered cancel"
+            self.handle.emit(NoticeActivity(level="warning", message=message, code="elicitation"))
+            return {"action": "cancel"}
+        answer = await self.ask(self._ask, question, bound_s=self._permission_timeout)
+        answered = sorted(answer.values) if question.kind == "form" and answer.action == "accept" else []
+        self.handle.emit(
+            QuestionActivity(
+                kind=question.kind,
+                message=question.message,
+                action=answer.action,
+                by=answer.by,
+                origin=question.origin,
+                reason=answer.reason,
+                fields=answered,
+                unanswered=answer.unanswered,
+            )
+        )
+        self.timers.touch()
+        return response_for(answer, question)
 
 
 __all__ = ["Turn"]

@@ -257,6 +257,11 @@ class PromptRun:
         if "error" in response:
             return ["error", "*"]
         result = response.get("result")
+        if isinstance(result, dict) and isinstance(result.get("action"), str):
+            # an elicitation/create answer: accept (with content), decline, cancel
+            action = result["action"]
+            self.agent.log.event("elicitation-answer", action=action, content=result.get("content"))
+            return [action, "result", "*"]
         outcome = result.get("outcome") if isinstance(result, dict) else None
         if not isinstance(outcome, dict):
             return ["result", "*"]

@@ -87,7 +87,10 @@ replaced by the session id)::
                                      default), waits for the answer; branches
                                      maps optionId | kind | allow | reject |
                                      cancelled | error | * to more steps
-    {"request": {method, params, branches}}   any agent-to-client request
+    {"request": {method, params, branches}}   any agent-to-client request;
+                                     an elicitation/create answer branches on
+                                     its action (accept, decline, cancel) and
+                                     is logged as "elicitation-answer"
     {"prompt_usage": {...}}          "usage" in the prompt response
     {"prompt_meta": {...}}           "_meta" in the prompt response
     {"stop": "end_turn"}             answer the prompt (default at the end)

@@ -1,0 +1,123 @@
+"""A question asked of the person at the terminal (the broker's third choice).
+
+One question at a time (the terminal's lock), each headed by who asks: the
+session and, when the agent says, the sub-agent or server. A form is asked
+field by field (its type, whether it is required, its default); a URL is
+shown to open, then confirmed; a choice by number. ``q`` at any prompt
+declines to answer, which the agent receives as ``cancel``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from agy_host.contract.interactions import Answer, FormField, Question
+from agy_host.service.terminal import MAX_ATTEMPTS, Terminal, choose, open_terminal
+
+_QUIT = {"q", "quit", "cancel"}
+
+
+async def ask_on_terminal(env: Mapping[str, str], question: Question) -> Answer:
+    """Ask; raises :class:`~agy_host.service.terminal.NoTerminal` when there is none."""
+    async with open_terminal(env) as term:
+        who = question.origin or "the agent"
+        where = f" (tool {question.tool})" if question.tool else ""
+        await term.write(f"\nagy-host: {who} in session {question.session!r} asks{where}:\n  {question.message}\n")
+        if question.kind == "form":
+            return await _form(term, question.fields)
+        if question.kind == "url":
+            await term.write(f"  open: {question.url}\n")
+            reply = await _line(term, "  press Enter when done there, or n to decline: ")
+            if reply is None:
+                return Answer(action="cancel", by="terminal", reason="the user did not answer")
+            return Answer(action="decline" if reply.lower() in {"n", "no"} else "accept", by="terminal")
+        if question.kind == "choice":
+            index = await choose(term, question.choices, prompt=f"  answer [1-{len(question.choices)}, 0 for none]: ")
+            if index is None:
+                return Answer(action="cancel", by="terminal", reason="the user did not answer")
+            return Answer(action="accept", values={"answer": question.choices[index]}, by="terminal")
+        reply = await _line(term, "  answer (q for none): ")
+        if reply is None:
+            return Answer(action="cancel", by="terminal", reason="the user did not answer")
+        return Answer(action="accept", values={"answer": reply}, by="terminal")
+
+
+async def _line(term: Terminal, prompt: str) -> str | None:
+    await term.write(prompt)
+    reply = (await term.read_line()).strip()
+    return None if reply.lower() in _QUIT else reply
+
+
+async def _form(term: Terminal, fields: list[FormField]) -> Answer:
+    values: dict[str, Any] = {}
+    for field in fields:
+        value = await _field(term, field)
+        if value is _STOP:
+            return Answer(action="cancel", by="terminal", reason="the user did not fill the form")
+        if value is not None:
+            values[field.name] = value
+    return Answer(action="accept", values=values, by="terminal")
+
+
+_STOP = object()
+
+
+async def _field(term: Terminal, field: FormField) -> Any:
+    label = field.title or field.name
+    if field.choices and field.type != "array":
+        listed = ", ".join(f"{i}) {c}" for i, c in enumerate(field.choices, 1))
+        index = await choose(term, field.choices, prompt=f"  {label}: {listed}: ")
+        return _STOP if index is None else field.choices[index]
+    hints = [field.type]
+    if field.required:
+        hints.append("required")
+    if field.default is not None:
+        hints.append(f"default {field.default}")
+    if field.choices:
+        hints.append("comma-separated: " + ", ".join(field.choices))
+    for _ in range(MAX_ATTEMPTS):
+        reply = await _line(term, f"  {label} ({'; '.join(hints)}): ")
+        if reply is None:
+            return _STOP
+        if not reply:
+            if field.default is not None:
+                return field.default
+            if not field.required:
+                return None
+            await term.write("  this field is required (q to stop)\n")
+            continue
+        value, problem = _parse(field, reply)
+        if problem is None:
+            return value
+        await term.write(f"  {problem}\n")
+    return _STOP
+
+
+def _parse(field: FormField, reply: str) -> tuple[Any, str | None]:
+    if field.type == "boolean":
+        if reply.lower() in {"y", "yes", "true", "1"}:
+            return True, None
+        if reply.lower() in {"n", "no", "false", "0"}:
+            return False, None
+        return None, "please answer y or n"
+    if field.type == "integer":
+        try:
+            return int(reply), None
+        except ValueError:
+            return None, "please type a whole number"
+    if field.type == "number":
+        try:
+            return float(reply), None
+        except ValueError:
+            return None, "please type a number"
+    if field.type == "array":
+        items = [part.strip() for part in reply.split(",") if part.strip()]
+        wrong = [item for item in items if field.choices and item not in field.choices]
+        if wrong:
+            return None, f"not offered: {', '.join(wrong)}"
+        return items, None
+    return reply, None
+
+
+__all__ = ["ask_on_terminal"]

@@ -1,0 +1,178 @@
+"""Questions an agent asks (ACP ``elicitation/create``), answered by the
+host's broker: through the real ``agy-host`` CLI and the Python API, against
+the kit's fake ACP agent process. Every message agy-host sends for them is
+checked against the ACP v1 schema (``@agentclientprotocol/sdk`` 2.4.0)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conformance.schema import validate_client_message
+
+from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
+from agy_host.testing.isolation import isolated_env
+
+pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
+
+FORM = {
+    "sessionId": "<session>",
+    "mode": "form",
+    "message": "Which branch should I push to?",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {
+            "branch": {"type": "string", "title": "Branch"},
+            "force": {"type": "boolean", "title": "Force push", "default": False},
+            "reviewers": {"type": "array", "items": {"type": "string", "enum": ["ana", "bo"]}},
+        },
+        "required": ["branch"],
+    },
+}
+URL = {
+    "sessionId": "<session>",
+    "mode": "url",
+    "message": "Sign in to the deploy service",
+    "url": "https://example.com/login",
+    "elicitationId": "el-1",
+}
+
+
+def asking(params: dict[str, Any]) -> dict[str, Any]:
+    """A prompt that asks, then says what it got."""
+    branches = {action: [{"chunk": f"GOT {action.upper()}"}] for action in ("accept", "decline", "cancel")}
+    return {"prompt": [{"request": {"method": "elicitation/create", "params": params, "branches": branches}}]}
+
+
+def run(tmp_path: Path, agent: FakeAgent, *args: str) -> subprocess.CompletedProcess[str]:
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
+    return subprocess.run(
+        [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, *args, "go"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+def answered(agent: FakeAgent) -> list[dict[str, Any]]:
+    """What the agent got back for its elicitations, each checked against the schema."""
+    responses = [m for m in agent.received() if "result" in m and isinstance(m.get("result"), dict)]
+    found = [m for m in responses if "action" in m["result"]]
+    for message in found:
+        validate_client_message(message, request_method="elicitation/create")
+    return [m["result"] for m in found]
+
+
+def test_a_form_is_answered_from_the_answers_file_and_elicitation_is_advertised(tmp_path: Path) -> None:
+    agent = fake_acp_agent_command(asking(FORM), workdir=tmp_path / "agents")
+    rules = tmp_path / "answers.toml"
+    rules.write_text('[[answer]]\nfield = "branch"\nvalue = "main"\n\n[[answer]]\nfield = "reviewers"\nvalue = "ana"\n')
+    proc = run(tmp_path, agent, "--answers", str(rules))
+    assert proc.returncode == 0, proc.stderr
+    assert "GOT ACCEPT" in proc.stdout
+    content = {"branch": "main", "force": False, "reviewers": ["ana"]}
+    assert answered(agent) == [{"action": "accept", "content": content}]
+    [init] = agent.requests("initialize")
+    validate_client_message(init)
+    assert init["params"]["clientCapabilities"]["elicitation"] == {"form": {}, "url": {}}
+    assert "[question] Which branch should I push to?" in proc.stderr and "answers rule 1, rule 2" in proc.stderr
+
+
+def test_an_unmatched_question_fails_closed_with_exit_5_never_an_empty_answer(tmp_path: Path) -> None:
+    agent = fake_acp_agent_command(asking(FORM), workdir=tmp_path / "agents")
+    rules = tmp_path / "answers.json"
+    rules.write_text(json.dumps([{"field": "reviewers", "value": "bo"}]))  # the required branch has no rule
+    proc = run(tmp_path, agent, "--answers", str(rules), "--format", "json")
+    assert proc.returncode == 5, proc.stderr
+    assert answered(agent) == [{"action": "cancel"}]
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    [question] = [e for e in events if e["type"] == "question"]
+    assert question["unanswered"] is True and question["action"] == "cancel"
+    assert "no answer rule matched" in question["reason"]
+    done = events[-1]
+    assert done["exit_code"] == 5 and "nobody answered" in done["error"]
+
+
+def test_a_url_question_is_declined_by_a_rule(tmp_path: Path) -> None:
+    agent = fake_acp_agent_command(asking(URL), workdir=tmp_path / "agents")
+    rules = tmp_path / "answers.toml"
+    rules.write_text('[[answer]]\nkind = "url"\ntitle = "*deploy*"\naction = "decline"\n')
+    proc = run(tmp_path, agent, "--answers", str(rules))
+    assert proc.returncode == 0, proc.stderr
+    assert "GOT DECLINE" in proc.stdout
+    assert answered(agent) == [{"action": "decline"}]
+
+
+def test_a_bad_answers_file_is_a_usage_error_naming_the_rule(tmp_path: Path) -> None:
+    agent = fake_acp_agent_command(asking(FORM), workdir=tmp_path / "agents")
+    rules = tmp_path / "answers.toml"
+    rules.write_text('[[answer]]\nfeild = "branch"\nvalue = "main"\n')
+    proc = run(tmp_path, agent, "--answers", str(rules))
+    assert proc.returncode == 2
+    assert "rule 1" in proc.stderr and "feild" in proc.stderr
+    assert not agent.requests("initialize"), "no agent is started for a command that cannot answer"
+
+
+async def test_the_python_api_answers_through_on_question_and_abort_cancels_a_pending_one(tmp_path: Path) -> None:
+    import trio
+
+    import agy_host
+    from agy_host.contract.interactions import Question
+
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
+    asked: list[Question] = []
+
+    def on_question(question: Question) -> dict[str, Any]:
+        asked.append(question)
+        return {"branch": "dev"}
+
+    agent = fake_acp_agent_command(asking(FORM), workdir=tmp_path / "a1")
+    async with agy_host.open_session(agent=agent.command_line, env=env, cwd=tmp_path, on_question=on_question) as s:
+        result = await s.prompt("go").wait()
+    assert result.exit_code == 0 and "GOT ACCEPT" in result.response
+    assert [q.message for q in asked] == ["Which branch should I push to?"]
+    assert [f.name for f in asked[0].fields if f.required] == ["branch"]
+    assert answered(agent) == [{"action": "accept", "content": {"branch": "dev"}}]
+
+    waiting = trio.Event()
+
+    async def never(question: Question) -> None:
+        waiting.set()
+        await trio.sleep_forever()
+
+    agent = fake_acp_agent_command(asking(FORM), workdir=tmp_path / "a2")
+    async with agy_host.open_session(agent=agent.command_line, env=env, cwd=tmp_path, on_question=never) as s:
+        with trio.fail_after(30):
+            async with s.prompt("go") as turn:  # leaving the block aborts the turn
+                await waiting.wait()
+    assert turn.result is not None and turn.result.exit_code == 130
+    assert answered(agent) == [{"action": "cancel"}], "the pending question was answered cancel at once"
+
+
+def test_an_antigravity_question_is_answered_by_a_rule_and_never_by_auto(tmp_path: Path) -> None:
+    """Antigravity asks questions as ``interaction_`` permission requests whose
+    options are the answers: a rule picks one by its text; without a rule the
+    default policy (``auto``) cancels it and the run exits 5."""
+    options = [
+        {"optionId": "opt-a", "name": "main", "kind": "allow_once"},
+        {"optionId": "opt-b", "name": "dev", "kind": "allow_once"},
+    ]
+    tool_call = {"toolCallId": "interaction_1", "title": "Which branch?", "kind": "other"}
+    branches = {"opt-b": [{"chunk": "ON DEV"}], "cancelled": [{"chunk": "NO ANSWER"}]}
+    scenario = {"prompt": [{"permission": {"tool_call": tool_call, "options": options, "branches": branches}}]}
+    agent = fake_acp_agent_command(scenario, workdir=tmp_path / "agents")
+    rules = tmp_path / "answers.toml"
+    rules.write_text('[[answer]]\ntitle = "*branch*"\nvalue = "dev"\n')
+    proc = run(tmp_path, agent, "--answers", str(rules))
+    assert proc.returncode == 0, proc.stderr
+    assert "ON DEV" in proc.stdout
+    unanswered = fake_acp_agent_command(scenario, workdir=tmp_path / "agents-2")
+    proc = run(tmp_path, unanswered)
+    assert proc.returncode == 5 and "NO ANSWER" in proc.stdout, proc.stderr
