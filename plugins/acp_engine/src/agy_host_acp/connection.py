@@ -145,6 +145,8 @@ class AcpConnection:
                 "fs": {"readTextFile": False, "writeTextFile": False},
                 "terminal": False,
                 "elicitation": elicitation.CLIENT_CAPABILITY,
+                # notices and compactions are shown (never dropped): agents may send them
+                "session": {"notices": {}, "compaction": {}},
             },
             "clientInfo": {"name": CLIENT_NAME, "title": "agy-host", "version": _version()},
         }

@@ -29,6 +29,7 @@ from agy_host.contract.events import (
     Activity,
     CommandsActivity,
     FileDiff,
+    NoticeActivity,
     OutcomeActivity,
     TextActivity,
     ThoughtActivity,
@@ -104,6 +105,13 @@ class _Tool:
         self.diff = diff
 
 
+def _notice(update: s.NoticeUpdate) -> NoticeActivity:
+    """An agent's ``notice``: its severity (an unknown one reads as info), title and description."""
+    level = update.severity if update.severity in ("info", "warning", "error") else "info"
+    text = update.title + (f": {update.description}" if update.description else "")
+    return NoticeActivity(level=level, message=text or "(an empty notice)", code="agent-notice")  # type: ignore[arg-type]
+
+
 class UpdateMapper:
     """Stateful mapping of one turn's updates to Activities."""
 
@@ -113,6 +121,8 @@ class UpdateMapper:
         self._last: _Tool | None = None
         self._denied: set[str] = set()
         self.ignored: dict[str, int] = {}
+        #: Compaction id -> its summary so far (``compaction_summary_chunk``).
+        self._summaries: dict[str, list[str]] = {}
 
     @property
     def response(self) -> str:
@@ -147,9 +157,36 @@ class UpdateMapper:
             return UsageActivity(turn=turn)
         if isinstance(update, s.AvailableCommandsUpdate):
             return CommandsActivity(commands=[c.name for c in update.available_commands])
+        if isinstance(update, s.NoticeUpdate):
+            return _notice(update)
+        if isinstance(update, (s.CompactionUpdate, s.CompactionSummaryChunk)):
+            return self._compaction(update)
         name = update.kind if isinstance(update, s.UnknownUpdate) else type(update).__name__
         self.ignored[name] = self.ignored.get(name, 0) + 1
         return None
+
+    def _compaction(self, update: s.CompactionUpdate | s.CompactionSummaryChunk) -> Activity | None:
+        """Summary chunks are kept per compaction and shown with its end, so a
+        long summary is one notice, not hundreds; nothing is dropped."""
+        key = update.compaction_id
+        parts = self._summaries.setdefault(key, [])
+        if isinstance(update, s.CompactionSummaryChunk):
+            if update.content is not None and update.content.text:
+                parts.append(update.content.text)
+            return None
+        if update.summary is not None:  # patch semantics: a given summary replaces the chunks
+            parts[:] = [c.text for c in update.summary if c.text]
+        status = update.status or "in_progress"
+        if status == "in_progress":
+            return NoticeActivity(level="info", message="the agent is compacting its context", code="compaction")
+        summary = "".join(parts).strip()
+        self._summaries.pop(key, None)
+        if status == "completed":
+            told = f": {summary}" if summary else ""
+            return NoticeActivity(level="info", message=f"the agent compacted its context{told}", code="compaction")
+        why = f": {update.error}" if update.error else ""
+        message = f"the agent's context compaction {status}{why}"
+        return NoticeActivity(level="warning", message=message, code="compaction")
 
     def map_many(self, updates: list[s.Update]) -> list[Activity]:
         """:meth:`map` over a batch (one pipe read), in order, with each run of

@@ -265,6 +265,28 @@ class SessionInfoUpdate(_Update, tag="session_info_update", kw_only=True):
     title: str | None = None
 
 
+class NoticeUpdate(_Update, tag="notice", kw_only=True):
+    """A live notice for the user (sent only to clients advertising ``session.notices``)."""
+
+    severity: str = "info"
+    title: str = ""
+    description: str | None = None
+
+
+class CompactionUpdate(_Update, tag="compaction_update", kw_only=True):
+    """A context compaction's state (``session.compaction``); patch semantics by id."""
+
+    compaction_id: str = ""
+    status: str = ""
+    summary: list[Content] | None = None
+    error: str | None = None
+
+
+class CompactionSummaryChunk(_Update, tag="compaction_summary_chunk", kw_only=True):
+    compaction_id: str = ""
+    content: Content | None = None
+
+
 KnownUpdate = (
     AgentMessageChunk
     | AgentThoughtChunk
@@ -277,6 +299,9 @@ KnownUpdate = (
     | UsageUpdate
     | ConfigOptionUpdate
     | SessionInfoUpdate
+    | NoticeUpdate
+    | CompactionUpdate
+    | CompactionSummaryChunk
 )
 
 

@@ -1,0 +1,87 @@
+"""The stable 2026 ACP v1 surface beyond questions (``@agentclientprotocol/sdk``
+2.4.0): session notices and context compaction are advertised, shown and
+never dropped. Through the real CLI against the kit's fake ACP agent; what
+agy-host sends is checked against the schema."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conformance.schema import validate_agent_message, validate_client_message
+
+from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
+from agy_host.testing.isolation import isolated_env
+
+pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
+
+
+def update(body: dict[str, Any]) -> dict[str, Any]:
+    return {"update": body}
+
+
+STEPS = [
+    update({"sessionUpdate": "notice", "severity": "warning", "title": "Rate limit near", "description": "80% used"}),
+    update({"sessionUpdate": "notice", "severity": "_custom", "title": "Custom severity"}),
+    update({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "in_progress"}),
+    update(
+        {
+            "sessionUpdate": "compaction_summary_chunk",
+            "compactionId": "c1",
+            "content": {"type": "text", "text": "Kept: the failing test "},
+        }
+    ),
+    update(
+        {
+            "sessionUpdate": "compaction_summary_chunk",
+            "compactionId": "c1",
+            "content": {"type": "text", "text": "and the fix plan."},
+        }
+    ),
+    update({"sessionUpdate": "compaction_update", "compactionId": "c1", "status": "completed"}),
+    update({"sessionUpdate": "compaction_update", "compactionId": "c2", "status": "failed", "error": "too big"}),
+    {"chunk": "DONE"},
+]
+
+
+def run(tmp_path: Path, agent: FakeAgent, *args: str) -> subprocess.CompletedProcess[str]:
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
+    return subprocess.run(
+        [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, *args, "go"],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+def test_notices_and_compaction_are_advertised_and_shown(tmp_path: Path) -> None:
+    for step in STEPS:  # what the fake sends is valid ACP, so what we show is what an agent may send
+        if "update" in step:
+            msg = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": step["update"]}}
+            validate_agent_message(msg)
+    agent = fake_acp_agent_command({"prompt": STEPS}, workdir=tmp_path / "agents")
+    proc = run(tmp_path, agent, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    [init] = agent.requests("initialize")
+    validate_client_message(init)
+    assert init["params"]["clientCapabilities"]["session"] == {"notices": {}, "compaction": {}}
+    notices = [
+        (e.get("level", "info"), e["message"])
+        for e in map(json.loads, proc.stdout.splitlines())
+        if e["type"] == "notice"
+    ]
+    assert notices == [
+        ("warning", "Rate limit near: 80% used"),
+        ("info", "Custom severity"),
+        ("info", "the agent is compacting its context"),
+        ("info", "the agent compacted its context: Kept: the failing test and the fix plan."),
+        ("warning", "the agent's context compaction failed: too big"),
+    ]
+    assert "unknown-update" not in proc.stderr and "does not know" not in proc.stdout
