@@ -85,3 +85,60 @@ def test_notices_and_compaction_are_advertised_and_shown(tmp_path: Path) -> None
         ("warning", "the agent's context compaction failed: too big"),
     ]
     assert "unknown-update" not in proc.stderr and "does not know" not in proc.stdout
+
+
+def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
+    return subprocess.run(
+        [sys.executable, "-m", "agy_host.cli.main", *args],
+        env=env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+def test_resume_is_preferred_over_load_when_the_agent_offers_it(tmp_path: Path) -> None:
+    caps = {"sessionCapabilities": {"resume": {}}}
+    agent = fake_acp_agent_command("echo", workdir=tmp_path / "agents", agent_capabilities=caps)
+    first = cli(tmp_path, "run", "--agent", agent.command_line, "--session", "r", "one")
+    assert first.returncode == 0, first.stderr
+    second = cli(tmp_path, "run", "--agent", agent.command_line, "--session", "r", "--resume", "two")
+    assert second.returncode == 0, second.stderr
+    [resume] = agent.requests("session/resume")
+    validate_client_message(resume)
+    [new] = agent.requests("session/new")
+    assert resume["params"]["sessionId"] and not agent.requests("session/load")
+    names = [[srv["name"] for srv in m["params"]["mcpServers"]] for m in (resume, new)]
+    assert names[0] == names[1] and names[0], "the resumed session gets this process's MCP servers too"
+
+
+def test_the_agents_own_sessions_can_be_listed_and_deleted(tmp_path: Path) -> None:
+    listed = [
+        {"sessionId": "old-1", "cwd": "/work/a", "title": "Refactor", "updatedAt": "2026-11-30T10:00:00Z"},
+        {"sessionId": "old-2", "cwd": "/work/b"},
+    ]
+    caps = {"sessionCapabilities": {"list": {}, "delete": {}}}
+    agent = fake_acp_agent_command("echo", workdir=tmp_path / "agents", agent_capabilities=caps, listed_sessions=listed)
+    proc = cli(tmp_path, "sessions", "agent-list", "--agent", agent.command_line, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    sessions = json.loads(proc.stdout)["sessions"]
+    assert [(x["id"], x.get("title", "")) for x in sessions] == [("old-1", "Refactor"), ("old-2", "")]
+    filtered = cli(tmp_path, "sessions", "agent-list", "--agent", agent.command_line, "--cwd", "/work/b")
+    assert filtered.returncode == 0 and "old-2" in filtered.stdout and "old-1" not in filtered.stdout
+    for message in agent.requests("session/list"):
+        validate_client_message(message)
+    gone = cli(tmp_path, "sessions", "agent-rm", "--agent", agent.command_line, "old-1")
+    assert gone.returncode == 0 and "deleted old-1" in gone.stdout, gone.stderr
+    [deleted] = agent.requests("session/delete")
+    validate_client_message(deleted)
+    assert deleted["params"] == {"sessionId": "old-1"}
+
+
+def test_an_agent_without_session_list_says_so(tmp_path: Path) -> None:
+    agent = fake_acp_agent_command("echo", workdir=tmp_path / "agents")
+    proc = cli(tmp_path, "sessions", "agent-list", "--agent", agent.command_line)
+    assert proc.returncode == 1
+    assert "does not offer session/list" in proc.stderr

@@ -1,4 +1,5 @@
-"""``agy-host sessions list|show|rm|clear``: host sessions and what they hold.
+"""``agy-host sessions list|show|rm|clear``: host sessions and what they hold
+(``agent-list`` and ``agent-rm``, the agent's own: :mod:`agy_host.cli.agent_sessions`).
 
 A host session is a name (``--session NAME``). It owns, per engine (and per
 agent profile on ACP), a binding to an agent conversation in
@@ -111,8 +112,11 @@ def _format_entry(entry: TranscriptEntry) -> list[str]:
 
 
 def register(app: typer.Typer, state: CliState) -> None:
+    from agy_host.cli.agent_sessions import register_agent_commands
+
     sessions = typer.Typer(help=SESSIONS_HELP, no_args_is_help=True)
     app.add_typer(sessions, name="sessions")
+    register_agent_commands(sessions, state)
 
     @sessions.command("list", help="List host sessions: engines, agent conversations, last use, cwd, turns.")
     def sessions_list(fmt: FormatOption = "text") -> None:

@@ -219,6 +219,26 @@ class Engine(abc.ABC):
         """Fill doctor rows: binary resolution, handshake, auth state, ..."""
         return None
 
+    async def list_agent_sessions(self, cwd: str | None = None) -> list[AgentSession]:
+        """The agent's own sessions (ACP ``session/list``), ``cwd`` filtering
+        when given; :class:`EngineError` when the agent cannot list them."""
+        raise EngineError(f"the {self.ENGINE_NAME} engine cannot list its agent's own sessions")
+
+    async def delete_agent_session(self, session_id: str) -> None:
+        """Delete one of the agent's own sessions (ACP ``session/delete``);
+        :class:`EngineError` when the agent cannot."""
+        raise EngineError(f"the {self.ENGINE_NAME} engine cannot delete its agent's own sessions")
+
+
+class AgentSession(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One of the agent's own sessions, as the agent lists it."""
+
+    id: str
+    cwd: str = ""
+    title: str = ""
+    #: ISO 8601, as the agent gave it.
+    updated_at: str = ""
+
 
 EngineFactory = Callable[[EngineContext], Engine]
 
@@ -293,6 +313,7 @@ def _reraise(_manager: Any, entrypoint: Any, exc: BaseException) -> None:
 
 __all__ = [
     "ENGINE_GROUP",
+    "AgentSession",
     "PlanOutcome",
     "PlanRequest",
     "Engine",

@@ -318,6 +318,26 @@ class AcpConnection:
         self.log.add("session-load", sessionId=session_id, replayed=self.replayed - before)
         return setup
 
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        """A request outside the turn machinery (``session/list``, ``session/delete``), bounded like session calls."""
+        return await self._request(method, params, timeout=self.session_timeout)
+
+    async def resume_session(self, session_id: str, cwd: str, mcp_servers: list[McpServerSpec]) -> s.SessionSetup:
+        """``session/resume``: the conversation continues without its history
+        being replayed (preferred over load when the agent offers it)."""
+        raw = await self._request(
+            "session/resume",
+            {"sessionId": session_id, "cwd": cwd, "mcpServers": self._mcp(mcp_servers)},
+            timeout=self.session_timeout,
+        )
+        setup: s.SessionSetup = s.convert(raw if isinstance(raw, dict) else {}, s.SessionSetup)
+        setup.session_id = session_id
+        self.sessions.add(session_id)
+        self.setups[session_id] = setup
+        self.last_session = session_id
+        self.log.add("session-resume", sessionId=session_id)
+        return setup
+
     async def set_config_option(self, session_id: str, config_id: str, value: str) -> s.SetConfigOptionResult:
         raw = await self._request(
             "session/set_config_option",

@@ -336,11 +336,12 @@ class AcpDriver:
             turn.session_id = sid
         elif sid:
             caps = conn.info.agent_capabilities if conn.info else s.AgentCapabilities()
-            if not caps.load_session:
+            resume = caps.session_capabilities.get("resume") is not None
+            if not caps.load_session and not resume:
                 turn.handle.emit(
                     NoticeActivity(
                         level="warning",
-                        message=f"{self.spec.label} cannot load sessions (no loadSession capability); "
+                        message=f"{self.spec.label} cannot load or resume sessions (no loadSession capability); "
                         f"conversation {sid} cannot be resumed, starting a new one",
                         code="load-unsupported",
                     )
@@ -348,7 +349,10 @@ class AcpDriver:
                 sid = None
             else:
                 try:
-                    await conn.load_session(sid, req.cwd, mcp)
+                    if resume:  # no history replayed: the same conversation, cheaper
+                        await conn.resume_session(sid, req.cwd, mcp)
+                    else:
+                        await conn.load_session(sid, req.cwd, mcp)
                     self.stats["loaded"] += 1
                     turn.session_id = sid
                 except AuthRequired:

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import trio
 
-from agy_host.engine.base import Engine, EngineCapabilities, EngineContext, EngineError, ModelCatalog
+from agy_host.engine.base import (
+    AgentSession,
+    Engine,
+    EngineCapabilities,
+    EngineContext,
+    EngineError,
+    ModelCatalog,
+)
 from agy_host.engine.concurrency import unwrap_single
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host_acp import schema as s
@@ -24,6 +31,9 @@ if TYPE_CHECKING:
 
     from agy_host.contract.diagnostics import DiagnosticReport, Status
     from agy_host_acp.driver import AcpDriver
+
+#: ``session/list`` pages read at most (a cursor that never ends must not loop).
+MAX_LIST_PAGES = 50
 
 
 class AcpEngine(Engine):
@@ -113,6 +123,48 @@ class AcpEngine(Engine):
         async with self._probe_connection(Lifecycle()) as conn:
             setup = await conn.new_session(os.getcwd(), [])
         return models.catalog(setup, antigravity=self.spec.is_agy)
+
+    async def list_agent_sessions(self, cwd: str | None = None) -> list[AgentSession]:
+        """``session/list`` (``sessionCapabilities.list``), every page."""
+        found: list[AgentSession] = []
+        async with self._probe_connection(Lifecycle()) as conn:
+            self._require(conn, "list")
+            cursor: str | None = None
+            for _ in range(MAX_LIST_PAGES):
+                params: dict[str, Any] = {"cwd": cwd} if cwd else {}
+                if cursor:
+                    params["cursor"] = cursor
+                try:
+                    raw = await conn.call("session/list", params)
+                except JsonRpcError as exc:
+                    raise EngineError(f"{self.spec.label} could not list its sessions: {exc}") from exc
+                page = s.convert(raw if isinstance(raw, dict) else {}, s.ListSessionsResult)
+                found += [
+                    AgentSession(id=i.session_id, cwd=i.cwd or "", title=i.title or "", updated_at=i.updated_at or "")
+                    for i in page.sessions
+                    if i.session_id
+                ]
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        return found
+
+    async def delete_agent_session(self, session_id: str) -> None:
+        """``session/delete`` (``sessionCapabilities.delete``)."""
+        async with self._probe_connection(Lifecycle()) as conn:
+            self._require(conn, "delete")
+            try:
+                await conn.call("session/delete", {"sessionId": session_id})
+            except JsonRpcError as exc:
+                raise EngineError(f"{self.spec.label} could not delete session {session_id}: {exc}") from exc
+
+    def _require(self, conn: AcpConnection, capability: str) -> None:
+        caps = conn.info.agent_capabilities if conn.info else s.AgentCapabilities()
+        if caps.session_capabilities.get(capability) is None:
+            raise EngineError(
+                f"{self.spec.label} does not offer session/{capability} "
+                f"(no sessionCapabilities.{capability} in its initialize answer)"
+            )
 
     async def diagnose(self, report: DiagnosticReport) -> None:
         sec = report.section("acp engine")

@@ -305,6 +305,20 @@ KnownUpdate = (
 )
 
 
+class ListedSession(_Wire, kw_only=True):
+    session_id: str = ""
+    cwd: str | None = None
+    title: str | None = None
+    updated_at: str | None = None
+
+
+class ListSessionsResult(_Wire, kw_only=True):
+    """``session/list``'s answer: one page, and the cursor of the next."""
+
+    sessions: list[ListedSession] = msgspec.field(default_factory=list)
+    next_cursor: str | None = None
+
+
 class UnknownUpdate(msgspec.Struct, kw_only=True):
     """An update this version does not model (or could not decode); ignored."""
 

@@ -34,6 +34,11 @@ Scenario format (JSON object, or the same as TOML)::
     prompt_capabilities {image, audio, embeddedContext}
     load_session       true                          agentCapabilities.loadSession
     agent_capabilities {}                            merged over agentCapabilities
+                                                     (sessionCapabilities resume, list,
+                                                     delete turn session/resume, list,
+                                                     delete on)
+    listed_sessions    []                            what session/list answers, with
+                                                     the live sessions
     session_id         "fake-session-0001" | "generate" (a UUID per session/new)
     initialize         ok | hang | exit (with exit_code, stderr line) |
                        garbage-first (a non-JSON stdout line, then the answer)
@@ -381,6 +386,55 @@ class FakeAcpAgent:
                     self.out.send(_wire.notification("session/update", {"sessionId": sid, "update": update}))
         self.out.send(_wire.result_response(msg_id, session.state()))
 
+    def _session_resume(self, msg_id: Any, params: dict[str, Any]) -> None:
+        """``session/resume`` (advertise ``sessionCapabilities.resume``): like
+        load, without replaying the history."""
+        if "resume" not in self._session_capabilities():
+            self.out.send(
+                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/resume"})
+            )
+            return
+        sid = params.get("sessionId")
+        if not isinstance(sid, str) or not sid:
+            self.out.send(
+                _wire.error_response(msg_id, INVALID_PARAMS, "Invalid params", {"message": "sessionId required"})
+            )
+            return
+        session = _Session(sid, self.scenario)
+        session.mcp_servers = _mcp_servers(params)
+        with self._lock:
+            self._sessions[sid] = session
+        self.out.send(_wire.result_response(msg_id, session.state()))
+
+    def _session_list(self, msg_id: Any, params: dict[str, Any]) -> None:
+        """``session/list``: the scenario's ``listed_sessions`` and the live ones,
+        filtered by ``cwd``; one page (no cursor)."""
+        if "list" not in self._session_capabilities():
+            self.out.send(
+                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/list"})
+            )
+            return
+        listed = [dict(e) for e in self.scenario.listed_sessions if isinstance(e, dict)]
+        with self._lock:
+            listed += [{"sessionId": sid, "cwd": os.getcwd()} for sid in self._sessions]
+        cwd = params.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            listed = [e for e in listed if e.get("cwd") == cwd]
+        self.out.send(_wire.result_response(msg_id, {"sessions": listed}))
+
+    def _session_delete(self, msg_id: Any, params: dict[str, Any]) -> None:
+        if "delete" not in self._session_capabilities():
+            self.out.send(
+                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/delete"})
+            )
+            return
+        self.log.event("session-deleted", sessionId=params.get("sessionId"))
+        self.out.send(_wire.result_response(msg_id, {}))
+
+    def _session_capabilities(self) -> dict[str, Any]:
+        caps = self.scenario.agent_capabilities.get("sessionCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
     def _session(self, msg_id: Any, params: dict[str, Any]) -> _Session | None:
         sid = params.get("sessionId")
         with self._lock:
@@ -489,6 +543,9 @@ _HANDLERS: dict[str, Any] = {
     "authenticate": FakeAcpAgent._authenticate,
     "session/new": FakeAcpAgent._session_new,
     "session/load": FakeAcpAgent._session_load,
+    "session/resume": FakeAcpAgent._session_resume,
+    "session/list": FakeAcpAgent._session_list,
+    "session/delete": FakeAcpAgent._session_delete,
     "session/set_config_option": FakeAcpAgent._set_config_option,
     "session/set_mode": FakeAcpAgent._set_mode,
     "session/prompt": FakeAcpAgent._prompt,

@@ -354,6 +354,7 @@ class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     load_session: bool = True
     #: Extra keys merged over ``agentCapabilities``.
     agent_capabilities: dict[str, Any] = {}
+    listed_sessions: list[dict[str, Any]] = []
     #: A fixed id, or ``"generate"`` for a fresh UUID per ``session/new``.
     session_id: str = "fake-session-0001"
     initialize: Literal["ok", "hang", "exit", "garbage-first"] = "ok"
