@@ -142,3 +142,19 @@ def test_an_agent_without_session_list_says_so(tmp_path: Path) -> None:
     proc = cli(tmp_path, "sessions", "agent-list", "--agent", agent.command_line)
     assert proc.returncode == 1
     assert "does not offer session/list" in proc.stderr
+
+
+def test_a_request_given_up_on_is_cancelled_with_cancel_request(tmp_path: Path) -> None:
+    """``initialize`` past its deadline: agy-host stops waiting and says so
+    on the wire (``$/cancel_request`` with the request's id), then ends the agent."""
+    # it ignores SIGTERM: it lives long enough after the deadline to log what it got
+    agent = fake_acp_agent_command("hang-initialize", workdir=tmp_path / "agents", sigterm="ignore")
+    config = tmp_path / "home" / ".config" / "agy-host" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text("[acp]\ninitialize_timeout_seconds = 1.0\n")
+    proc = cli(tmp_path, "run", "--agent", agent.command_line, "hi")
+    assert proc.returncode == 1 and "did not answer initialize" in proc.stderr, proc.stderr
+    [init] = agent.requests("initialize")
+    [cancel] = agent.requests("$/cancel_request")
+    validate_client_message(cancel)
+    assert cancel["params"] == {"requestId": init["id"]} and "id" not in cancel

@@ -28,6 +28,7 @@ they cost one decode and one callback each, with no task switch.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from collections.abc import Awaitable, Callable
@@ -336,8 +337,10 @@ class JsonRpcConnection:
         req_id = next(self._ids)
         pending = _Pending(method)
         self._pending[req_id] = pending
+        sent = False
         try:
             await self._write({"jsonrpc": "2.0", "id": req_id, "method": method, "params": params})
+            sent = True
             deadline = math.inf if timeout is None else trio.current_time() + timeout
             with trio.move_on_at(deadline):
                 await pending.done.wait()
@@ -345,9 +348,19 @@ class JsonRpcConnection:
                 raise RequestTimeout(method, timeout or 0.0)
         finally:
             self._pending.pop(req_id, None)
+            # A prompt is cancelled with session/cancel, the protocol's own way.
+            if sent and not pending.done.is_set() and self._closed is None and method != "session/prompt":
+                await self._cancel_request(req_id)
         if pending.error is not None:
             raise pending.error
         return pending.result
+
+    async def _cancel_request(self, req_id: int) -> None:
+        """We stopped waiting (a deadline, a cancelled caller): ``$/cancel_request``
+        tells the agent, so it can stop the work (ACP v1's cancellation). Best
+        effort and bounded: an agent that does not read must not hold us."""
+        with trio.CancelScope(shield=True), trio.move_on_after(1.0), contextlib.suppress(Exception):
+            await self._write({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": req_id}})
 
     def abort_all(self, reason: str) -> None:
         """Fail every pending request with :class:`ConnectionClosed`."""
