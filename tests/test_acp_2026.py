@@ -158,3 +158,22 @@ def test_a_request_given_up_on_is_cancelled_with_cancel_request(tmp_path: Path) 
     [cancel] = agent.requests("$/cancel_request")
     validate_client_message(cancel)
     assert cancel["params"] == {"requestId": init["id"]} and "id" not in cancel
+
+
+def test_add_dir_goes_to_agents_that_take_more_roots_and_others_say_so(tmp_path: Path) -> None:
+    extra = tmp_path / "shared-lib"
+    extra.mkdir()
+    caps = {"sessionCapabilities": {"additionalDirectories": {}}}
+    taking = fake_acp_agent_command("echo", workdir=tmp_path / "a1", agent_capabilities=caps)
+    proc = cli(tmp_path, "run", "--agent", taking.command_line, "--add-dir", str(extra), "hi")
+    assert proc.returncode == 0, proc.stderr
+    [new] = taking.requests("session/new")
+    validate_client_message(new)
+    assert new["params"]["additionalDirectories"] == [str(extra.resolve())]
+    plain = fake_acp_agent_command("echo", workdir=tmp_path / "a2")
+    proc = cli(tmp_path, "run", "--agent", plain.command_line, "--add-dir", str(extra), "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert "--add-dir is not passed" in proc.stderr
+    assert "additionalDirectories" not in plain.requests("session/new")[0]["params"]
+    missing = cli(tmp_path, "run", "--agent", plain.command_line, "--add-dir", str(tmp_path / "nope"), "hi")
+    assert missing.returncode == 2 and "is not a directory" in missing.stderr

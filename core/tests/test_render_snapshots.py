@@ -27,6 +27,7 @@ from agy_host.contract.events import (
     Notice,
     PermissionAnswered,
     PermissionOption,
+    QuestionAnswered,
     TextDelta,
     ThoughtDelta,
     ToolCard,
@@ -106,6 +107,16 @@ SCRIPTS: dict[str, list[HostEvent]] = {
         ),
         PermissionAnswered(
             call_id="p3", title="Fetch URL?", options=[ALLOW], selected=None, policy="ask", reason="no answer within 5m"
+        ),
+        QuestionAnswered(kind="form", message="Which branch?", action="accept", by="answers rule 1", fields=["branch"]),
+        QuestionAnswered(
+            kind="url",
+            message="Sign in to deploy",
+            action="cancel",
+            by="host",
+            origin="deployer",
+            reason="no answer rule matched",
+            unanswered=True,
         ),
         Notice(level="info", message="signed in"),
         Notice(level="warning", message="session/load failed; started a new conversation"),

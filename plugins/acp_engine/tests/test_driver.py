@@ -153,6 +153,8 @@ async def test_happy_path_with_agy_profile_sets_model_and_mode(tmp_path: Path) -
     assert fake.of("initialize")[0]["params"]["clientCapabilities"] == {
         "fs": {"readTextFile": False, "writeTextFile": False},
         "terminal": False,
+        "elicitation": {"form": {}, "url": {}},
+        "session": {"notices": {}, "compaction": {}},
     }
     assert "session/close" in fake.methods()
 

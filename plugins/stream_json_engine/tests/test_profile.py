@@ -77,3 +77,11 @@ BASE = Profile(cwd="/w", model="m", effort="low", mode="accept-edits", skip_perm
 def test_recycle_causes_in_order(changes: dict[str, object], wanted_conv: str | None, expected: str | None) -> None:
     wanted = msgspec.structs.replace(BASE, **changes)
     assert recycle_cause(BASE, wanted, "c", wanted_conv) == expected
+
+
+def test_stream_json_passes_add_dir_to_agy_and_recycles_when_it_changes() -> None:
+    base = Profile(cwd="/w")
+    wider = Profile(cwd="/w", add_dirs=("/lib",))
+    assert argv("agy", wider, None, [])[:5] == ["agy", "--add-dir", "/w", "--add-dir", "/lib"]
+    assert recycle_cause(base, wider, None, None) == "cwd"
+    assert recycle_cause(wider, Profile(cwd="/w", add_dirs=("/lib",)), None, None) is None

@@ -71,6 +71,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         system_prompt: opt.SystemPrompt = None,
         digest: opt.Digest = None,
         answers: opt.Answers = None,
+        add_dir: opt.AddDirs = None,
         files: opt.Files = None,
         images: opt.Images = None,
     ) -> None:

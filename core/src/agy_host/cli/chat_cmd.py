@@ -203,6 +203,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         system_prompt: opt.SystemPrompt = None,
         digest: opt.Digest = None,
         answers: opt.Answers = None,
+        add_dir: opt.AddDirs = None,
         verbose: opt.Verbose = False,
     ) -> None:
         checked = opt.common("chat", locals())

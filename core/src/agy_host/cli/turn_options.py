@@ -76,6 +76,14 @@ Digest = Annotated[
     bool | None,
     typer.Option("--digest/--no-digest", help="Send the context digest (this session on other engines)."),
 ]
+AddDirs = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--add-dir",
+        help="Another workspace root the agent may use besides the working directory (repeatable).",
+        metavar="DIR",
+    ),
+]
 Answers = Annotated[
     Path | None,
     typer.Option(
@@ -111,6 +119,7 @@ class TurnOptions(msgspec.Struct, kw_only=True):
     system_prompt: str | None = None
     digest: bool | None = None
     answers: str | None = None
+    add_dirs: list[str] = msgspec.field(default_factory=list)
     files: list[str] = msgspec.field(default_factory=list)
     images: list[str] = msgspec.field(default_factory=list)
 
@@ -124,6 +133,7 @@ class TurnOptions(msgspec.Struct, kw_only=True):
             skip_permissions=self.skip_permissions,
             timeout_s=self.timeout_min * 60 if self.timeout_min is not None else None,
             inactivity_s=self.inactivity_min * 60 if self.inactivity_min is not None else None,
+            additional_directories=self.add_dirs,
         )
 
 
@@ -161,7 +171,20 @@ def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
         "timeout_min": given.get("timeout"),
         "inactivity_min": given.get("inactivity"),
         "answers": str(given["answers"]) if given.get("answers") else None,
+        "add_dirs": _dirs(given.get("add_dir") or []),
     }
+
+
+def _dirs(given: list[Path]) -> list[str]:
+    """``--add-dir`` values, absolute; exit 2 for one that is not a directory."""
+    out: list[str] = []
+    for path in given:
+        resolved = path.expanduser().resolve()
+        if not resolved.is_dir():
+            fail(f"--add-dir {str(path)!r} is not a directory", ExitCode.USAGE)
+        if str(resolved) not in out:
+            out.append(str(resolved))
+    return out
 
 
 class SetupFailed(Exception):
@@ -255,6 +278,7 @@ _PASSED = ("engine", "agent", "model", "effort", "mode", "fmt", "permissions", "
 
 __all__ = [
     "SESSION_HELP",
+    "AddDirs",
     "Agent",
     "Answers",
     "Cwd",

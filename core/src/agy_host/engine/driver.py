@@ -68,6 +68,9 @@ class TurnRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: Overall deadline and inactivity budget; 0 disables one.
     timeout_s: float = 600.0
     inactivity_s: float = 300.0
+    #: More workspace roots beyond ``cwd`` (absolute; ``--add-dir``). An
+    #: engine whose agent cannot take them says so with a notice.
+    additional_directories: list[str] = msgspec.field(default_factory=list)
 
 
 class DriverSnapshot(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -67,6 +67,8 @@ class TurnSettings(msgspec.Struct, kw_only=True):
     skip_permissions: bool | None = None
     timeout_s: float | None = None
     inactivity_s: float | None = None
+    #: More workspace roots for the agent (absolute paths; ``--add-dir``).
+    additional_directories: list[str] = msgspec.field(default_factory=list)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -343,6 +345,7 @@ class SessionRuntime:
                 timeout_s=s.timeout_s,
                 inactivity_s=s.inactivity_s,
                 message_count=message_count,
+                additional_directories=s.additional_directories,
             )
             while result.stop_reason == "tool_use":
                 result = await layer.resolve_tool_use(tools, sinks)

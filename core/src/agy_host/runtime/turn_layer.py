@@ -187,6 +187,7 @@ class TurnLayer:
         timeout_s: float | None = None,
         inactivity_s: float | None = None,
         message_count: int | None = None,
+        additional_directories: Sequence[str] = (),
     ) -> TurnResult:
         """Run one turn on ``session``; flags given here win over the config."""
         if self.parked:
@@ -213,6 +214,7 @@ class TurnLayer:
             skip_permissions=cfg.skip_permissions if skip_permissions is None else skip_permissions,
             timeout_s=cfg.turn.timeout_minutes * 60 if timeout_s is None else timeout_s,
             inactivity_s=cfg.turn.inactivity_minutes * 60 if inactivity_s is None else inactivity_s,
+            additional_directories=list(additional_directories),
         )
         started = TurnStarted(
             session=session,

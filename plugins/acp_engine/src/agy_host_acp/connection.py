@@ -43,8 +43,11 @@ from agy_host_acp.jsonrpc import (
 )
 from agy_host_acp.process import AgentProcess
 from agy_host_acp.profiles import AgentSpec
+from agy_host_acp.session_params import session_params
 
 CLIENT_NAME = "agy-host"
+
+
 _PARAMS = operator.attrgetter("params")
 _SESSION_ID = operator.attrgetter("session_id")
 _UPDATE = operator.attrgetter("update")
@@ -274,22 +277,11 @@ class AcpConnection:
                 raise AuthRequired(method, exc.message, exc.detail) from exc
             raise
 
-    def _mcp(self, servers: list[McpServerSpec]) -> list[dict[str, Any]]:
-        out = []
-        for srv in servers:
-            entry: dict[str, Any] = {
-                "type": srv.type,
-                "name": srv.name,
-                "url": srv.url,
-                "headers": [{"name": k, "value": v} for k, v in srv.headers.items()],
-            }
-            out.append(entry)
-        return out
-
-    async def new_session(self, cwd: str, mcp_servers: list[McpServerSpec]) -> s.SessionSetup:
-        raw = await self._request(
-            "session/new", {"cwd": cwd, "mcpServers": self._mcp(mcp_servers)}, timeout=self.session_timeout
-        )
+    async def new_session(
+        self, cwd: str, mcp_servers: list[McpServerSpec], additional: list[str] | None = None
+    ) -> s.SessionSetup:
+        params = session_params(cwd, mcp_servers, additional)
+        raw = await self._request("session/new", params, timeout=self.session_timeout)
         setup: s.SessionSetup = s.convert(raw if isinstance(raw, dict) else {}, s.SessionSetup)
         if not setup.session_id:
             raise JsonRpcError(-32603, "session/new returned no sessionId", method="session/new")
@@ -299,13 +291,15 @@ class AcpConnection:
         self.log.add("session-new", sessionId=setup.session_id)
         return setup
 
-    async def load_session(self, session_id: str, cwd: str, mcp_servers: list[McpServerSpec]) -> s.SessionSetup:
+    async def load_session(
+        self, session_id: str, cwd: str, mcp_servers: list[McpServerSpec], additional: list[str] | None = None
+    ) -> s.SessionSetup:
         self._loading.add(session_id)
         before = self.replayed
         try:
             raw = await self._request(
                 "session/load",
-                {"sessionId": session_id, "cwd": cwd, "mcpServers": self._mcp(mcp_servers)},
+                {"sessionId": session_id, **session_params(cwd, mcp_servers, additional)},
                 timeout=self.session_timeout,
             )
         finally:
@@ -322,12 +316,14 @@ class AcpConnection:
         """A request outside the turn machinery (``session/list``, ``session/delete``), bounded like session calls."""
         return await self._request(method, params, timeout=self.session_timeout)
 
-    async def resume_session(self, session_id: str, cwd: str, mcp_servers: list[McpServerSpec]) -> s.SessionSetup:
+    async def resume_session(
+        self, session_id: str, cwd: str, mcp_servers: list[McpServerSpec], additional: list[str] | None = None
+    ) -> s.SessionSetup:
         """``session/resume``: the conversation continues without its history
         being replayed (preferred over load when the agent offers it)."""
         raw = await self._request(
             "session/resume",
-            {"sessionId": session_id, "cwd": cwd, "mcpServers": self._mcp(mcp_servers)},
+            {"sessionId": session_id, **session_params(cwd, mcp_servers, additional)},
             timeout=self.session_timeout,
         )
         setup: s.SessionSetup = s.convert(raw if isinstance(raw, dict) else {}, s.SessionSetup)

@@ -331,6 +331,7 @@ class AcpDriver:
     async def _open_session(self, conn: AcpConnection, turn: Turn) -> None:
         req = turn.request
         mcp = self.engine.ctx.mcp_servers()
+        roots = self._roots(conn, turn)
         sid = req.conversation_id
         if sid and sid in conn.sessions:
             turn.session_id = sid
@@ -350,9 +351,9 @@ class AcpDriver:
             else:
                 try:
                     if resume:  # no history replayed: the same conversation, cheaper
-                        await conn.resume_session(sid, req.cwd, mcp)
+                        await conn.resume_session(sid, req.cwd, mcp, roots)
                     else:
-                        await conn.load_session(sid, req.cwd, mcp)
+                        await conn.load_session(sid, req.cwd, mcp, roots)
                     self.stats["loaded"] += 1
                     turn.session_id = sid
                 except AuthRequired:
@@ -370,12 +371,31 @@ class AcpDriver:
                     )
                     sid = None
         if turn.session_id is None:
-            setup = await conn.new_session(req.cwd, mcp)
+            setup = await conn.new_session(req.cwd, mcp, roots)
             self.stats["created"] += 1
             turn.session_id = setup.session_id
         assert turn.session_id is not None
         self.last_session = turn.session_id
         conn.attach(turn.session_id, turn)
+
+    def _roots(self, conn: AcpConnection, turn: Turn) -> list[str]:
+        """``--add-dir`` roots, when the agent takes them (``sessionCapabilities.additionalDirectories``);
+        otherwise a notice says they were not given (the turn goes on with ``cwd`` only)."""
+        wanted = turn.request.additional_directories
+        if not wanted:
+            return []
+        caps = conn.info.agent_capabilities if conn.info else s.AgentCapabilities()
+        if caps.session_capabilities.get("additionalDirectories") is not None:
+            return list(wanted)
+        turn.handle.emit(
+            NoticeActivity(
+                level="warning",
+                message=f"{self.spec.label} does not take more workspace roots "
+                "(no sessionCapabilities.additionalDirectories); --add-dir is not passed",
+                code="add-dir",
+            )
+        )
+        return []
 
     async def _apply_config(self, conn: AcpConnection, turn: Turn) -> None:
         req = turn.request

@@ -307,6 +307,14 @@ class HarnessDriver:
         model, effort, note = self.engine.catalog.resolve(req.model or self.settings.model, req.effort or None)
         if note:
             turn.emit(NoticeActivity(level="warning", message=note, code="settings"))
+        if req.additional_directories:
+            turn.emit(
+                NoticeActivity(
+                    level="warning",
+                    message="the harness works in the working directory only; --add-dir is not passed",
+                    code="add-dir",
+                )
+            )
         return harness_config.Profile(
             model=model,
             effort=effort,

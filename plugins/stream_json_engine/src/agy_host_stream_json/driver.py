@@ -263,6 +263,7 @@ class StreamJsonDriver:
             mode=mode,
             skip_permissions=req.skip_permissions,
             print_timeout_s=print_timeout(req.timeout_s, self._cfg),
+            add_dirs=tuple(d for d in req.additional_directories if d != req.cwd),
         )
 
     async def _process_for(self, turn: Turn, profile: Profile) -> AgyProcess:

@@ -37,6 +37,8 @@ class Profile(msgspec.Struct, frozen=True, kw_only=True):
     skip_permissions: bool = False
     #: agy's ``--print-timeout``, in seconds (``math.inf`` for 24h).
     print_timeout_s: float = 0.0
+    #: More workspace roots (``--add-dir``, after the cwd's own).
+    add_dirs: tuple[str, ...] = ()
 
 
 def agy_mode(mode: str | None) -> tuple[str, str | None]:
@@ -66,6 +68,8 @@ def go_duration(seconds: float) -> str:
 def argv(binary: str, profile: Profile, conversation_id: str | None, extra_args: list[str]) -> list[str]:
     """The command line, in the order the original engine used."""
     cmd = [binary, "--add-dir", profile.cwd]
+    for extra in profile.add_dirs:
+        cmd += ["--add-dir", extra]
     if profile.model:
         cmd += ["--model", profile.model]
     if profile.effort:
@@ -85,7 +89,7 @@ def recycle_cause(
     running: Profile, wanted: Profile, running_conversation: str | None, wanted_conversation: str | None
 ) -> str | None:
     """Why the running process cannot serve the turn, or ``None`` to reuse it."""
-    if running.cwd != wanted.cwd:
+    if running.cwd != wanted.cwd or running.add_dirs != wanted.add_dirs:
         return "cwd"
     if running.model != wanted.model:
         return "model"
