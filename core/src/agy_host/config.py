@@ -38,6 +38,10 @@ class TurnConfig(msgspec.Struct, kw_only=True):
     inactivity_minutes: float = 5.0
     #: Upper bound for a permission policy's answer; then the request is cancelled.
     permission_timeout_seconds: float = 300.0
+    #: Stop a turn whose tokens (as the agent reports them) cross this (0: no limit).
+    max_tokens: int = 0
+    #: Stop a turn when the cost the agent reports crosses this (0: no limit).
+    max_cost: float = 0.0
 
 
 class AcpProfile(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -225,6 +229,8 @@ _NON_NEGATIVE = {
     "turn.timeout_minutes",
     "turn.inactivity_minutes",
     "turn.permission_timeout_seconds",
+    "turn.max_tokens",
+    "turn.max_cost",
     "acp.cancel_grace_seconds",
     "acp.initialize_timeout_seconds",
     "acp.session_timeout_seconds",

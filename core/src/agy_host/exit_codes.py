@@ -16,6 +16,7 @@ class ExitCode(enum.IntEnum):
     TIMEOUT = 3
     NO_SUCH_SESSION = 4
     PERMISSION_DENIED = 5
+    BUDGET = 6
     ENDED_BY_SIGHUP = 129
     INTERRUPTED = 130
     ENDED_BY_SIGTERM = 143
@@ -31,6 +32,7 @@ EXIT_CODES: dict[int, str] = {
     ExitCode.PERMISSION_DENIED: (
         "the agent asked for permission and every request was denied or cancelled, or asked a question nobody answered"
     ),
+    ExitCode.BUDGET: "the turn crossed --max-tokens or --max-cost and was stopped",
     ExitCode.ENDED_BY_SIGHUP: "ended by SIGHUP (the terminal closed); handled as Ctrl-C",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); the session binding is kept",
     ExitCode.ENDED_BY_SIGTERM: "ended by SIGTERM (timeout, a supervisor); handled as Ctrl-C",

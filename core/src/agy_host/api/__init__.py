@@ -285,6 +285,8 @@ def open_session(
     plugins: Sequence[object] = (),
     on_question: Callable[[Question], Any] | None = None,
     answers: str | Path | Sequence[Mapping[str, Any]] | None = None,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> contextlib.AbstractAsyncContextManager[Session]:
     """Open a session on an agent: ``async with open_session(...) as s``.
 
@@ -298,7 +300,8 @@ def open_session(
     are answered by ``answers`` (a rules file or a list of rule dicts, as
     ``--answers``), then ``on_question`` (sync or async: an ``Answer``, a
     dict of form values, a str, ``True``/``False``, or ``None`` to cancel);
-    unanswered, they fail the turn closed (exit code 5).
+    unanswered, they fail the turn closed (exit code 5). ``max_tokens`` and
+    ``max_cost`` stop a turn that crosses them (exit code 6).
     """
     from agy_host.api._setup import Options
 
@@ -321,6 +324,8 @@ def open_session(
         plugins=plugins,
         on_question=on_question,
         answers=answers,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
     )
     return _Opener(options)
 

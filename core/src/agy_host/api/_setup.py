@@ -209,6 +209,10 @@ def _settings(kw: Mapping[str, Any]) -> TurnSettings:
         value = kw[key]
         if value is not None and value < 0:
             raise UsageError(f"{key} must be >= 0 seconds (0 disables it), not {value!r}")
+    for key in ("max_tokens", "max_cost"):
+        value = kw.get(key)
+        if value is not None and value < 0:
+            raise UsageError(f"{key} must be >= 0 (0: no limit), not {value!r}")
     return TurnSettings(
         model=kw["model"],
         effort=kw["effort"],
@@ -216,4 +220,6 @@ def _settings(kw: Mapping[str, Any]) -> TurnSettings:
         skip_permissions=kw["skip_permissions"],
         timeout_s=kw["timeout"],
         inactivity_s=kw["inactivity"],
+        max_tokens=kw.get("max_tokens"),
+        max_cost=kw.get("max_cost"),
     )

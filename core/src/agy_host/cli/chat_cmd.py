@@ -204,6 +204,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         digest: opt.Digest = None,
         answers: opt.Answers = None,
         add_dir: opt.AddDirs = None,
+        max_tokens: opt.MaxTokens = None,
+        max_cost: opt.MaxCost = None,
         verbose: opt.Verbose = False,
     ) -> None:
         checked = opt.common("chat", locals())

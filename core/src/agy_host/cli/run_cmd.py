@@ -94,6 +94,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         digest: opt.Digest = None,
         answers: opt.Answers = None,
         add_dir: opt.AddDirs = None,
+        max_tokens: opt.MaxTokens = None,
+        max_cost: opt.MaxCost = None,
         files: opt.Files = None,
         images: opt.Images = None,
     ) -> None:

@@ -84,6 +84,24 @@ AddDirs = Annotated[
         metavar="DIR",
     ),
 ]
+MaxTokens = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        min=0,
+        help="Stop a turn whose tokens (as the agent reports them) cross N; exit 6. 0: no limit.",
+        metavar="N",
+    ),
+]
+MaxCost = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        min=0.0,
+        help="Stop a turn when the cost the agent reports crosses X (its currency); exit 6. 0: no limit.",
+        metavar="X",
+    ),
+]
 Answers = Annotated[
     Path | None,
     typer.Option(
@@ -120,6 +138,8 @@ class TurnOptions(msgspec.Struct, kw_only=True):
     digest: bool | None = None
     answers: str | None = None
     add_dirs: list[str] = msgspec.field(default_factory=list)
+    max_tokens: int | None = None
+    max_cost: float | None = None
     files: list[str] = msgspec.field(default_factory=list)
     images: list[str] = msgspec.field(default_factory=list)
 
@@ -134,6 +154,8 @@ class TurnOptions(msgspec.Struct, kw_only=True):
             timeout_s=self.timeout_min * 60 if self.timeout_min is not None else None,
             inactivity_s=self.inactivity_min * 60 if self.inactivity_min is not None else None,
             additional_directories=self.add_dirs,
+            max_tokens=self.max_tokens,
+            max_cost=self.max_cost,
         )
 
 
@@ -273,12 +295,27 @@ def build_renderer(host: Host, opts: TurnOptions, factory: RendererFactory) -> t
 
 
 #: Parameters that reach :class:`TurnOptions` under their own name, unchanged.
-_PASSED = ("engine", "agent", "model", "effort", "mode", "fmt", "permissions", "skip_permissions", "verbose", "digest")
+_PASSED = (
+    "engine",
+    "agent",
+    "model",
+    "effort",
+    "mode",
+    "fmt",
+    "permissions",
+    "skip_permissions",
+    "verbose",
+    "digest",
+    "max_tokens",
+    "max_cost",
+)
 
 
 __all__ = [
     "SESSION_HELP",
     "AddDirs",
+    "MaxCost",
+    "MaxTokens",
     "Agent",
     "Answers",
     "Cwd",

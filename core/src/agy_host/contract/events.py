@@ -40,6 +40,7 @@ ErrorKind = Literal[
     "exited",  # the agent process died mid-turn
     "usage",  # the request itself was wrong (bad model, unsupported content)
     "internal",  # a bug in agy-host or a plugin
+    "budget",  # the turn crossed --max-tokens or --max-cost and was stopped
 ]
 
 

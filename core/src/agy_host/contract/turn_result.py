@@ -69,6 +69,8 @@ def exit_code_for(
         return ExitCode.INTERRUPTED
     if stop_reason == "error" and error_kind in ("timeout", "inactivity"):
         return ExitCode.TIMEOUT
+    if error_kind == "budget":
+        return ExitCode.BUDGET
     if questions_unanswered > 0:
         return ExitCode.PERMISSION_DENIED
     if permission_requests > 0 and permissions_refused == permission_requests:

@@ -69,6 +69,9 @@ class TurnSettings(msgspec.Struct, kw_only=True):
     inactivity_s: float | None = None
     #: More workspace roots for the agent (absolute paths; ``--add-dir``).
     additional_directories: list[str] = msgspec.field(default_factory=list)
+    #: Per-turn budgets (``--max-tokens``, ``--max-cost``); ``None``: the config's.
+    max_tokens: int | None = None
+    max_cost: float | None = None
 
 
 def describe_error(exc: BaseException) -> str:
@@ -346,6 +349,8 @@ class SessionRuntime:
                 inactivity_s=s.inactivity_s,
                 message_count=message_count,
                 additional_directories=s.additional_directories,
+                max_tokens=s.max_tokens,
+                max_cost=s.max_cost,
             )
             while result.stop_reason == "tool_use":
                 result = await layer.resolve_tool_use(tools, sinks)

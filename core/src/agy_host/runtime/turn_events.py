@@ -38,6 +38,7 @@ from agy_host.contract.events import (
     UsageReport,
 )
 from agy_host.engine.driver import TurnHandle
+from agy_host.runtime.budget import Budget
 from agy_host.runtime.store import SessionBinding
 
 Emit = Callable[[HostEvent], None]
@@ -66,6 +67,9 @@ class TurnState:
         self.permissions_refused = 0
         #: Questions nobody answered (exit 5), with what they asked.
         self.unanswered: list[str] = []
+        #: ``--max-tokens`` / ``--max-cost``, and why the turn crossed them.
+        self.budget = Budget()
+        self.budget_hit: str | None = None
         self.leftover: list[Activity] = []
         self.parked = False
         #: The host tool call the turn is parked on.

@@ -30,6 +30,7 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
+import msgspec
 import trio
 
 from agy_host import config as config_mod
@@ -44,6 +45,7 @@ from agy_host.contract.events import (
     ToolUseRequested,
     TurnEnded,
     TurnStarted,
+    UsageActivity,
 )
 from agy_host.contract.prompt import PromptBlock, prompt_text
 from agy_host.contract.prompt_parts import PromptContext
@@ -52,6 +54,7 @@ from agy_host.contract.tools import HostTool, ToolResult
 from agy_host.contract.turn_result import ToolResultSink, TurnLayerError, TurnResult, exit_code_for
 from agy_host.engine.driver import TurnDriver, TurnHandle, TurnRequest
 from agy_host.exit_codes import ExitCode
+from agy_host.runtime.budget import Budget, crossed, unenforced
 from agy_host.runtime.store import SessionBinding, SessionStore, utc_now
 from agy_host.runtime.turn_events import TurnState, map_activity
 from agy_host.runtime.turn_prompt import PROMPT_SEPARATOR, assemble_prompt, with_late_results
@@ -188,6 +191,8 @@ class TurnLayer:
         inactivity_s: float | None = None,
         message_count: int | None = None,
         additional_directories: Sequence[str] = (),
+        max_tokens: int | None = None,
+        max_cost: float | None = None,
     ) -> TurnResult:
         """Run one turn on ``session``; flags given here win over the config."""
         if self.parked:
@@ -202,6 +207,10 @@ class TurnLayer:
         turn.message_count = message_count
         self._turn = turn
         cfg = self.config
+        turn.budget = Budget(
+            max_tokens=cfg.turn.max_tokens if max_tokens is None else max_tokens,
+            max_cost=cfg.turn.max_cost if max_cost is None else max_cost,
+        )
         mode = mode or cfg.mode or None
         request = TurnRequest(
             session=session,
@@ -420,6 +429,18 @@ class TurnLayer:
                     turn.leftover = batch[i + 1 :]
                     return self._park(turn, activity)
                 map_activity(turn, activity, self.emit, trio.current_time())
+                if isinstance(activity, UsageActivity) and turn.budget.active:
+                    self._check_budget(turn)
+
+    def _check_budget(self, turn: TurnState) -> None:
+        """Usage arrived: over the budget, the turn is stopped now (once)."""
+        if turn.budget_hit is not None:
+            return
+        why = crossed(turn.budget, turn.usage)
+        if why is not None:
+            turn.budget_hit = why
+            self.emit(Notice(level="warning", message=f"stopping the turn: {why}", code="budget"))
+            self.abort("budget")
 
     def _park(self, turn: TurnState, activity: BridgeCallActivity) -> TurnResult:
         turn.parked = True
@@ -455,6 +476,8 @@ class TurnLayer:
         stop: StopReason = outcome.stop_reason if outcome.stop_reason != "tool_use" else "stop"
         if outcome.aborted:
             stop = "aborted"
+        if turn.budget.active:
+            outcome, stop = self._settle_budget(turn, outcome, stop)
         duration = trio.current_time() - turn.started_at
         response = outcome.response or "".join(turn.text)
         turn.text.clear()
@@ -490,6 +513,26 @@ class TurnLayer:
             permission_requests=turn.permission_requests,
             permissions_refused=turn.permissions_refused,
         )
+
+    def _settle_budget(
+        self, turn: TurnState, outcome: OutcomeActivity, stop: StopReason
+    ) -> tuple[OutcomeActivity, StopReason]:
+        """A turn that crossed its budget (now, or mid-turn and was stopped for
+        it) ends as a ``budget`` error (exit 6); one whose usage could not be
+        checked says so."""
+        if turn.budget_hit is None and stop != "aborted":
+            turn.budget_hit = crossed(turn.budget, turn.usage)
+        if turn.budget_hit is None:
+            missing = unenforced(turn.budget, turn.usage)
+            if missing is not None and stop != "aborted":
+                self.emit(Notice(level="warning", message=missing, code="budget"))
+            return outcome, stop
+        if stop == "aborted" and self._abort_reason not in (None, "budget"):
+            return outcome, stop  # the user's own abort wins
+        changed = msgspec.structs.replace(
+            outcome, status="error", stop_reason="error", aborted=False, error=turn.budget_hit, error_kind="budget"
+        )
+        return changed, "error"
 
     def _fail(self, turn: TurnState, message: str, kind: ErrorKind) -> TurnResult:
         """End a turn the engine never ran (or lost) as a visible error."""

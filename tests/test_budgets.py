@@ -1,0 +1,99 @@
+"""``--max-tokens`` and ``--max-cost``: a headless run stops when the usage the
+agent reports crosses them (exit 6), mid-turn when the agent reports as it
+goes, at the end otherwise; an agent that reports nothing to check gets a
+notice, never a silent pass. Real CLI and Python API, the kit's fake ACP agent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
+from agy_host.testing.isolation import isolated_env
+
+pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
+
+COSTLY = {
+    "prompt": [
+        {"chunk": "working"},
+        {"usage": {"used": 900, "size": 200000, "cost": {"amount": 0.5, "currency": "USD"}}},
+        {"hang": True},  # it would go on spending: only the budget stops it
+    ]
+}
+WORDY = {
+    "prompt": [
+        {"chunk": "done"},
+        {"prompt_usage": {"inputTokens": 900, "outputTokens": 200, "totalTokens": 1100}},
+    ]
+}
+
+
+def run(tmp_path: Path, agent: FakeAgent, *args: str) -> tuple[int, list[dict[str, Any]], str]:
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agy_host.cli.main",
+            "run",
+            "--agent",
+            agent.command_line,
+            "--format",
+            "json",
+            *args,
+            "go",
+        ],
+        env=isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none"),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
+
+
+def test_a_cost_crossing_mid_turn_stops_the_turn_with_exit_6(tmp_path: Path) -> None:
+    agent = fake_acp_agent_command(COSTLY, workdir=tmp_path / "agents")
+    code, events, err = run(tmp_path, agent, "--max-cost", "0.25")
+    assert code == 6, err
+    done = events[-1]
+    assert done["exit_code"] == 6 and done["stop_reason"] == "error"
+    assert "cost of 0.5 USD, over --max-cost 0.25" in done["error"]
+    [end] = [e for e in events if e["type"] == "turn_end"]
+    assert end["error_kind"] == "budget"
+    assert any(e["type"] == "notice" and e["message"].startswith("stopping the turn:") for e in events)
+    assert agent.events("cancel"), "the agent was told to stop"
+
+
+def test_tokens_known_only_at_the_end_still_fail_the_run(tmp_path: Path) -> None:
+    agent = fake_acp_agent_command(WORDY, workdir=tmp_path / "agents")
+    code, events, err = run(tmp_path, agent, "--max-tokens", "1000")
+    assert code == 6, err
+    assert "used 1,100 tokens, over --max-tokens 1,000" in events[-1]["error"]
+    code, _, err = run(tmp_path, fake_acp_agent_command(WORDY, workdir=tmp_path / "a2"), "--max-tokens", "5000")
+    assert code == 0, err
+
+
+def test_a_limit_the_agent_gives_nothing_to_check_says_so(tmp_path: Path) -> None:
+    agent = fake_acp_agent_command("happy", workdir=tmp_path / "agents")
+    code, events, err = run(tmp_path, agent, "--max-tokens", "10", "--max-cost", "1")
+    assert code == 0, err
+    [notice] = [e for e in events if e["type"] == "notice" and e.get("code") == "budget"]
+    assert "not enforced" in notice["message"] and "--max-tokens" in notice["message"]
+
+
+async def test_the_python_api_takes_the_same_budgets(tmp_path: Path) -> None:
+    import agy_host
+
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
+    agent = fake_acp_agent_command(COSTLY, workdir=tmp_path / "agents")
+    async with agy_host.open_session(agent=agent.command_line, env=env, cwd=tmp_path, max_cost=0.1) as s:
+        result = await s.prompt("go").wait()
+    assert result.exit_code == 6 and result.error_kind == "budget"
+    with pytest.raises(agy_host.UsageError, match="max_tokens must be >= 0"):
+        agy_host.open_session(agent=agent.command_line, env=env, max_tokens=-1)
