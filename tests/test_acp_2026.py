@@ -177,3 +177,31 @@ def test_add_dir_goes_to_agents_that_take_more_roots_and_others_say_so(tmp_path:
     assert "additionalDirectories" not in plain.requests("session/new")[0]["params"]
     missing = cli(tmp_path, "run", "--agent", plain.command_line, "--add-dir", str(tmp_path / "nope"), "hi")
     assert missing.returncode == 2 and "is not a directory" in missing.stderr
+
+
+async def test_config_option_and_session_info_updates_are_applied(tmp_path: Path) -> None:
+    """The agent switches its own model mid-turn (a quota fallback, say) and
+    titles the session: the next turn knows the model changed and sets the
+    one asked for again, instead of trusting what it set before."""
+    import agy_host
+
+    options = [{"id": "model", "name": "Model", "type": "select", "currentValue": "fake-model-high", "options": []}]
+    steps = [
+        {"update": {"sessionUpdate": "config_option_update", "configOptions": options}},
+        {"update": {"sessionUpdate": "session_info_update", "title": "Fix the flaky test"}},
+        {"chunk": "ok"},
+    ]
+    agent = fake_acp_agent_command({"prompt": steps}, workdir=tmp_path / "agents")
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
+    notices: list[str] = []
+    async with agy_host.open_session(agent=agent.command_line, env=env, cwd=tmp_path, model="fake-model-low") as s:
+        for _ in range(2):
+            async for event in s.prompt("go"):
+                if isinstance(event, agy_host.Notice):
+                    notices.append(event.message)
+            assert s.result is not None and s.result.exit_code == 0
+    sets = [
+        m["params"]["value"] for m in agent.requests("session/set_config_option") if m["params"]["configId"] == "model"
+    ]
+    assert sets == ["fake-model-low", "fake-model-low"], "the agent's own switch was not noticed"
+    assert "session title: Fix the flaky test" in notices

@@ -122,6 +122,8 @@ class AcpConnection:
         self.last_session: str | None = None
         self.sessions: set[str] = set()
         self.applied: dict[tuple[str, str], str] = {}
+        #: Session titles the agent set (``session_info_update``).
+        self.titles: dict[str, str] = {}
         #: The session/new or session/load result of each session (config options, models, modes).
         self.setups: dict[str, s.SessionSetup] = {}
         self._loading: set[str] = set()

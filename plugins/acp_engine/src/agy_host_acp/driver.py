@@ -124,6 +124,8 @@ class AcpDriver:
             extra["protocol"] = (
                 f"{spoken}" if spoken == PROTOCOL_VERSION else f"{spoken} (agy-host speaks {PROTOCOL_VERSION})"
             )
+        if conn is not None and self.last_session in conn.titles:
+            extra["title"] = conn.titles[self.last_session]
         return DriverSnapshot(
             engine="acp",
             state=self.state,
@@ -286,6 +288,7 @@ class AcpDriver:
                 error = exc
             finally:
                 turn.prompt_done.set()
+                self._absorb(conn, turn)
         fired = turn.timers.expired()
         if fired is not None and result is None:
             await self._teardown(conn, f"timer:{fired}")
@@ -377,6 +380,24 @@ class AcpDriver:
         assert turn.session_id is not None
         self.last_session = turn.session_id
         conn.attach(turn.session_id, turn)
+
+    def _absorb(self, conn: AcpConnection, turn: Turn) -> None:
+        """What the agent changed about its session during the turn is now the
+        session's state: its config options (a model the agent switched
+        itself is not set again, nor a setting it changed set back blindly)
+        and its title."""
+        sid = turn.session_id or ""
+        options = turn.mapper.config_options
+        if options is not None:
+            setup = conn.setups.get(sid)
+            if setup is not None:
+                setup.config_options = options
+            for option in options:
+                if isinstance(option.current_value, str):
+                    conn.applied[(sid, option.id)] = option.current_value
+            self.lifecycle.add("config-options-updated", sessionId=sid, count=len(options))
+        if turn.mapper.title:
+            conn.titles[sid] = turn.mapper.title
 
     def _roots(self, conn: AcpConnection, turn: Turn) -> list[str]:
         """``--add-dir`` roots, when the agent takes them (``sessionCapabilities.additionalDirectories``);

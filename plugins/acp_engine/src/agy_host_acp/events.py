@@ -123,6 +123,10 @@ class UpdateMapper:
         self.ignored: dict[str, int] = {}
         #: Compaction id -> its summary so far (``compaction_summary_chunk``).
         self._summaries: dict[str, list[str]] = {}
+        #: The agent's latest config options (``config_option_update``), for the driver to apply.
+        self.config_options: list[s.ConfigOption] | None = None
+        #: The session's title as the agent last set it (``session_info_update``).
+        self.title: str | None = None
 
     @property
     def response(self) -> str:
@@ -159,6 +163,14 @@ class UpdateMapper:
             return CommandsActivity(commands=[c.name for c in update.available_commands])
         if isinstance(update, s.NoticeUpdate):
             return _notice(update)
+        if isinstance(update, s.ConfigOptionUpdate):
+            self.config_options = list(update.config_options)
+            return None
+        if isinstance(update, s.SessionInfoUpdate):
+            if update.title and update.title != self.title:
+                self.title = update.title
+                return NoticeActivity(level="info", message=f"session title: {update.title}", code="session-info")
+            return None
         if isinstance(update, (s.CompactionUpdate, s.CompactionSummaryChunk)):
             return self._compaction(update)
         name = update.kind if isinstance(update, s.UnknownUpdate) else type(update).__name__
