@@ -34,6 +34,7 @@ from agy_host.contract.events import (
     OutcomeActivity,
     PermissionActivity,
     PermissionOption,
+    QuestionActivity,
 )
 from agy_host.contract.permissions import PermissionRequest
 from agy_host.contract.tools import HostTool, ToolResult
@@ -47,6 +48,8 @@ from agy_host_harness.binary import INSTALL_HINT
 from agy_host_harness.bootstrap import BootstrapError
 from agy_host_harness.conversation import RECORD_ENV, Conversation, Recorder
 from agy_host_harness.process import HarnessProcess, SpawnError
+from agy_host_harness.questions import answer_of, questions_of
+from agy_host_harness.questions import response as question_response
 from agy_host_harness.turn import HarnessTurn
 
 if TYPE_CHECKING:
@@ -173,6 +176,11 @@ class HarnessDriver:
             self._host_tool(conversation, turn, call)
         elif (ask := event.policy_decision_request) is not None:
             self._nursery.start_soon(self._decide, conversation, turn, ask)
+        elif (step := event.step_update) is not None and step.questions_request is not None:
+            key = (step.trajectory_id, step.step_index)
+            if step.state.endswith("WAITING_FOR_USER") and key not in turn.questions_seen:
+                turn.questions_seen.add(key)
+                self._nursery.start_soon(self._questions, conversation, turn, step)
         elif (hook := event.call_hook_request) is not None:
             # no hooks are enabled; answer anyway so the harness never waits
             reply = {"callHookResponse": {"requestId": hook.request_id, "emptyResult": {}}}
@@ -254,6 +262,33 @@ class HarnessDriver:
         else:
             why = decision.reason or f"denied by agy-host's permission policy {decision.policy!r}"
             await conversation.send(_deny(ask, why))
+
+    async def _questions(self, conversation: Conversation, turn: HarnessTurn, step: wire.StepUpdate) -> None:
+        """The model's ``ask_question``: each question to the host's broker, the
+        answers back in one ``questionResponse``; always sent, bounded."""
+        origin = "" if step.trajectory_id in ("", step.cascade_id) else f"subagent {step.trajectory_id[:8]}"
+        asked = questions_of(step.questions_request, turn.request.session, origin)
+        bound = self.engine.ctx.config.turn.permission_timeout_seconds
+        answers = []
+        for question in asked:
+            if question.kind != "choice":
+                answers.append({"unanswered": True})
+                continue
+            answer = await turn.ask(self.engine.ctx.ask_question, question, bound_s=bound)
+            turn.emit(
+                QuestionActivity(
+                    kind=question.kind,
+                    message=question.message,
+                    action=answer.action,
+                    by=answer.by,
+                    origin=question.origin,
+                    reason=answer.reason,
+                    unanswered=answer.unanswered,
+                )
+            )
+            answers.append(answer_of(question, answer))
+        self.lifecycle.add("questions", count=len(asked), step=step.step_index)
+        await conversation.send(question_response(step.trajectory_id, step.step_index, answers))
 
     # -- the harness process and conversations --------------------------------------------
 

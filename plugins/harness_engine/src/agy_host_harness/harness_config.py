@@ -114,6 +114,8 @@ def side_tools(settings: HarnessSettings) -> dict[str, Any]:
         tools["readUrlContent"] = on
     if settings.images:
         tools["generateImage"] = on
+    if settings.questions:
+        tools["userQuestions"] = on
     return tools
 
 
@@ -191,6 +193,10 @@ def build(
         "appDataDir": app_data_dir,
         "harnessSideTools": side_tools(settings),
     }
+    if settings.questions:
+        # The harness asks its questions only in interactive mode (the SDK
+        # sets the same for its ask_question tool); otherwise it cancels them.
+        config["agentBehavior"] = "AGENT_BEHAVIOR_INTERACTIVE"
     if cascade_id:
         config["cascadeId"] = cascade_id
         config["sessionContinuationMode"] = "RESUME"

@@ -59,6 +59,10 @@ class HarnessSettings(msgspec.Struct, kw_only=True):
     subagents: bool = False
     web: bool = False
     images: bool = False
+    #: The harness's ask-the-user tool (multiple-choice questions), answered
+    #: by the host's broker: answer rules, the program, or you at the
+    #: terminal; a question nobody answers fails the turn (exit 5).
+    questions: bool = False
     #: How often the harness retries a failed model call (-1: its own default,
     #: which retries a dead endpoint for over a minute).
     api_retries: int = -1

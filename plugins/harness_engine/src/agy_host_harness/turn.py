@@ -34,6 +34,8 @@ class HarnessTurn(EngineTurn):
         self.usage_now: wire.Usage | None = None
         self.wire_notices = 0
         self.permissions_asked = 0
+        #: ``(trajectory, step)`` of the questions already handed to the broker.
+        self.questions_seen: set[tuple[str, int]] = set()
         self.permissions_denied = 0
         self.host_calls = 0
 
