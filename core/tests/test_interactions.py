@@ -3,8 +3,6 @@ real pseudo-terminal through ``AGY_HOST_TTY``)."""
 
 from __future__ import annotations
 
-import os
-import pty
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +11,7 @@ import pytest
 from agy_host.config import AnswerRule
 from agy_host.contract.interactions import Answer, FormField, Question
 from agy_host.runtime.interactions import AnswersFileError, InteractionBroker, answer_from_rules, load_answers
+from agy_host.testing.terminal import Pty
 
 FORM = Question(
     kind="form",
@@ -108,33 +107,10 @@ async def test_the_callback_comes_after_the_rules_and_a_broken_one_fails_closed(
     assert failed.unanswered and "boom" in failed.reason
 
 
-class Pty:
-    def __init__(self) -> None:
-        self.master, self.slave = pty.openpty()
-        self.path = os.ttyname(self.slave)
-        os.set_blocking(self.master, False)
-
-    def type(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    def screen(self) -> str:
-        out = b""
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                return out.decode(errors="replace")
-            if not chunk:
-                return out.decode(errors="replace")
-            out += chunk
-
-
 @pytest.fixture
 def tty() -> Iterator[Pty]:
-    term = Pty()
-    yield term
-    os.close(term.master)
-    os.close(term.slave)
+    with Pty() as term:
+        yield term
 
 
 async def test_the_terminal_asks_a_form_field_by_field(tty: Pty) -> None:

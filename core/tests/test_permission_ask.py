@@ -5,7 +5,6 @@ the ``fail`` preflight, the deadline)."""
 from __future__ import annotations
 
 import os
-import pty
 from collections.abc import Iterator
 from typing import Any
 
@@ -18,6 +17,7 @@ from agy_host.config import Config
 from agy_host.contract.events import FileDiff, PermissionOption
 from agy_host.contract.permissions import PermissionRequest
 from agy_host.runtime.host import Host
+from agy_host.testing.terminal import Pty
 
 OPTIONS = [
     PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
@@ -54,33 +54,10 @@ def question() -> PermissionRequest:
     )
 
 
-class Pty:
-    def __init__(self) -> None:
-        self.master, self.slave = pty.openpty()
-        self.path = os.ttyname(self.slave)
-        os.set_blocking(self.master, False)
-
-    def type(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    def screen(self) -> str:
-        out = b""
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                return out.decode(errors="replace")
-            if not chunk:
-                return out.decode(errors="replace")
-            out += chunk
-
-
 @pytest.fixture
 def tty() -> Iterator[Pty]:
-    term = Pty()
-    yield term
-    os.close(term.master)
-    os.close(term.slave)
+    with Pty() as term:
+        yield term
 
 
 def policy(tty_path: str, fallback: str = "deny") -> AskPolicy:

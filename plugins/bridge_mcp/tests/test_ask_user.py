@@ -2,47 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import pty
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from agy_host.testing.terminal import Pty
 from agy_host_bridge_mcp import ask_user
 from agy_host_bridge_mcp.testing import mcp_client, running_bridge
 
 
-class Pty:
-    def __init__(self) -> None:
-        self.master, self.slave = pty.openpty()
-        self.path = os.ttyname(self.slave)
-        os.set_blocking(self.master, False)
-
-    def type(self, text: str) -> None:
-        os.write(self.master, text.encode())
-
-    def screen(self) -> str:
-        out = b""
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except (BlockingIOError, OSError):
-                return out.decode(errors="replace")
-            if not chunk:
-                return out.decode(errors="replace")
-            out += chunk
-
-    def close(self) -> None:
-        os.close(self.master)
-        os.close(self.slave)
-
-
 @pytest.fixture
 def tty() -> Iterator[Pty]:
-    term = Pty()
-    yield term
-    term.close()
+    with Pty() as term:
+        yield term
 
 
 async def test_a_free_answer(tty: Pty) -> None:

@@ -1,0 +1,167 @@
+"""The fake ACP agent's session lifecycle: ``session/new``, ``load``,
+``resume``, ``list`` and ``delete``, and the per-session state they create.
+A mixin of :class:`~agy_host.testing.acp.agent.FakeAcpAgent` (its own module
+to keep the agent's file readable); it uses the agent's ``scenario``,
+``out``, ``log``, ``_lock`` and ``_sessions``."""
+
+from __future__ import annotations
+
+import copy
+import os
+import threading
+from typing import TYPE_CHECKING, Any
+
+from agy_host.testing import _wire
+
+if TYPE_CHECKING:
+    from agy_host.testing.acp.scenario import Scenario
+
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+AUTH_REQUIRED = -32000
+
+
+class _Session:
+    def __init__(self, session_id: str, scenario: Scenario) -> None:
+        self.id = session_id
+        self.models = copy.deepcopy(scenario.models)
+        self.modes = copy.deepcopy(scenario.modes)
+        self.config_options = copy.deepcopy(scenario.config_options)
+        #: What the client listed in ``mcpServers`` (session/new or session/load).
+        self.mcp_servers: list[Any] = []
+
+    def state(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.modes is not None:
+            out["modes"] = self.modes
+        if self.models is not None:
+            out["models"] = self.models
+        if self.config_options is not None:
+            out["configOptions"] = self.config_options
+        return out
+
+
+class SessionMethods:
+    """``session/new|load|resume|list|delete`` of the fake agent."""
+
+    scenario: Scenario
+    out: _wire.Output
+    log: _wire.MessageLog
+    _lock: threading.Lock
+    _sessions: dict[str, _Session]
+    authenticated: bool
+
+    def _auth_error(self, msg_id: Any) -> bool:
+        if self.authenticated:
+            return False
+        self.out.send(
+            _wire.error_response(
+                msg_id, AUTH_REQUIRED, "Authentication required", {"message": self.scenario.auth_message}
+            )
+        )
+        return True
+
+    def _session_new(self, msg_id: Any, params: dict[str, Any]) -> None:
+        if self._auth_error(msg_id):
+            return
+        sid = self.scenario.session_id
+        if sid == "generate":
+            import uuid
+
+            sid = str(uuid.uuid4())
+        session = _Session(sid, self.scenario)
+        session.mcp_servers = _mcp_servers(params)
+        with self._lock:
+            self._sessions[sid] = session
+        self.out.send(_wire.result_response(msg_id, {"sessionId": sid, **session.state()}))
+
+    def _session_load(self, msg_id: Any, params: dict[str, Any]) -> None:
+        sc = self.scenario
+        if not sc.load_session:
+            self.out.send(
+                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/load"})
+            )
+            return
+        if self._auth_error(msg_id):
+            return
+        sid = params.get("sessionId")
+        if not isinstance(sid, str) or not sid:
+            self.out.send(
+                _wire.error_response(msg_id, INVALID_PARAMS, "Invalid params", {"message": "sessionId required"})
+            )
+            return
+        if sc.load == "fails":
+            self.out.send(_wire.error_response(msg_id, AUTH_REQUIRED, "unknown session", {"sessionId": sid}))
+            return
+        session = _Session(sid, sc)
+        session.mcp_servers = _mcp_servers(params)
+        with self._lock:
+            self._sessions[sid] = session
+        if sc.load == "replay":
+            kinds = {"user": "user_message_chunk", "agent": "agent_message_chunk", "thought": "agent_thought_chunk"}
+            for entry in sc.load_history:
+                for who, text in entry.items():
+                    kind = kinds.get(who)
+                    if kind is None:
+                        _wire.stderr(f"fake_acp_agent: load_history entry {who!r} skipped (use user/agent/thought)")
+                        continue
+                    update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+                    self.out.send(_wire.notification("session/update", {"sessionId": sid, "update": update}))
+        self.out.send(_wire.result_response(msg_id, session.state()))
+
+    def _session_resume(self, msg_id: Any, params: dict[str, Any]) -> None:
+        """``session/resume`` (advertise ``sessionCapabilities.resume``): like
+        load, without replaying the history."""
+        if "resume" not in self._session_capabilities():
+            self.out.send(
+                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/resume"})
+            )
+            return
+        sid = params.get("sessionId")
+        if not isinstance(sid, str) or not sid:
+            self.out.send(
+                _wire.error_response(msg_id, INVALID_PARAMS, "Invalid params", {"message": "sessionId required"})
+            )
+            return
+        session = _Session(sid, self.scenario)
+        session.mcp_servers = _mcp_servers(params)
+        with self._lock:
+            self._sessions[sid] = session
+        self.out.send(_wire.result_response(msg_id, session.state()))
+
+    def _session_list(self, msg_id: Any, params: dict[str, Any]) -> None:
+        """``session/list``: the scenario's ``listed_sessions`` and the live ones,
+        filtered by ``cwd``; one page (no cursor)."""
+        if "list" not in self._session_capabilities():
+            self.out.send(
+                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/list"})
+            )
+            return
+        listed = [dict(e) for e in self.scenario.listed_sessions if isinstance(e, dict)]
+        with self._lock:
+            listed += [{"sessionId": sid, "cwd": os.getcwd()} for sid in self._sessions]
+        cwd = params.get("cwd")
+        if isinstance(cwd, str) and cwd:
+            listed = [e for e in listed if e.get("cwd") == cwd]
+        self.out.send(_wire.result_response(msg_id, {"sessions": listed}))
+
+    def _session_delete(self, msg_id: Any, params: dict[str, Any]) -> None:
+        if "delete" not in self._session_capabilities():
+            self.out.send(
+                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/delete"})
+            )
+            return
+        self.log.event("session-deleted", sessionId=params.get("sessionId"))
+        self.out.send(_wire.result_response(msg_id, {}))
+
+    def _session_capabilities(self) -> dict[str, Any]:
+        caps = self.scenario.agent_capabilities.get("sessionCapabilities")
+        return caps if isinstance(caps, dict) else {}
+
+
+def _mcp_servers(params: dict[str, Any]) -> list[Any]:
+    servers = params.get("mcpServers")
+    return list(servers) if isinstance(servers, list) else []
+
+
+__all__ = ["SessionMethods"]
