@@ -10,7 +10,7 @@ import pytest
 
 from agy_host.config import AnswerRule
 from agy_host.contract.interactions import Answer, FormField, Question
-from agy_host.runtime.interactions import AnswersFileError, InteractionBroker, answer_from_rules, load_answers
+from agy_host.service.interactions import AnswersFileError, InteractionBroker, answer_from_rules, load_answers
 from agy_host.testing.terminal import Pty
 
 FORM = Question(

@@ -22,7 +22,7 @@ async def test_a_free_answer(tty: Pty) -> None:
     tty.type("blue, please\n")
     result = await ask_user.ask_user({"question": "Which colour?"}, {"AGY_HOST_TTY": tty.path})
     assert (result.text, result.is_error) == ("The user answered: blue, please", False)
-    assert "the agent asks you" in tty.screen()
+    assert "asks (tool ask_user):" in tty.screen()
 
 
 async def test_a_choice_by_number_after_a_bad_answer(tty: Pty) -> None:
@@ -46,7 +46,11 @@ async def test_declining_a_choice(tty: Pty) -> None:
 @pytest.mark.parametrize("where", ["none", "/nonexistent/tty"])
 async def test_without_a_terminal_the_agent_is_told_plainly(where: str) -> None:
     result = await ask_user.ask_user({"question": "Anyone there?"}, {"AGY_HOST_TTY": where})
-    assert result.is_error and "there is no terminal attached to agy-host" in result.text
+    assert (
+        result.is_error
+        and "there is no terminal attached to agy-host" in result.text
+        and "no answer rule matched" in result.text
+    )
 
 
 async def test_a_question_is_required() -> None:
@@ -66,3 +70,16 @@ async def test_ask_user_round_trips_through_the_bridge(tmp_path: Path, tty: Pty)
     [call] = bridge.turns.calls
     assert (call.name, call.args) == ("ask_user", {"question": "Ready to merge?"})
     assert "Ready to merge?" in tty.screen()
+
+
+async def test_an_answer_rule_answers_ask_user_without_a_terminal() -> None:
+    """Through the host's broker, an unattended run answers from its rules."""
+    from agy_host.config import AnswerRule
+    from agy_host.service.interactions import InteractionBroker
+
+    broker = InteractionBroker(rules=lambda: [AnswerRule(title="*colour*", value="Blue")], env={"AGY_HOST_TTY": "none"})
+    args = {"question": "Which colour?", "choices": ["Red", "Blue"]}
+    result = await ask_user.ask_user(args, ask=broker.ask)
+    assert (result.text, result.is_error) == ("The user chose: Blue", False)
+    free = await ask_user.ask_user({"question": "Which colour?"}, ask=broker.ask)
+    assert free.text == "The user answered: Blue"

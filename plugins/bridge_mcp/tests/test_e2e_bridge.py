@@ -190,3 +190,13 @@ def test_ask_user_without_a_terminal_tells_the_agent(rig: Rig) -> None:
     result = rig.run("go")
     assert result.proc.returncode == 0, result.context()
     assert "tool error: ask_user: there is no terminal attached to agy-host" in result.text
+
+
+def test_ask_user_is_answered_by_an_answer_rule(rig: Rig, tmp_path: Path) -> None:
+    """Unattended, ``--answers`` answers the agent's ``ask_user`` through the host's broker."""
+    rules = tmp_path / "answers.toml"
+    rules.write_text('[[answer]]\ntool = "ask_user"\ntitle = "Which branch*"\nvalue = "dev"\n')
+    rig.script([calling(rig, tool="ask_user", arguments={"question": "Which branch?", "choices": ["main", "dev"]})])
+    result = rig.run("--answers", str(rules), "go")
+    assert result.proc.returncode == 0, result.context()
+    assert "The user chose: dev" in result.text

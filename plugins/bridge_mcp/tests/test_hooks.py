@@ -21,7 +21,7 @@ from agy_host_bridge_mcp.testing import running_bridge
 def test_loading_the_hooks_imports_nothing_heavy() -> None:
     code = (
         "import sys; import agy_host_bridge_mcp.hooks as h; from agy_host.config import Config;"
-        "services = h.agy_host_services(Config());"
+        "services = h.services(Config());"
         "heavy = [m for m in ('mcp', 'mcp_types', 'hypercorn', 'pydantic', 'starlette') if m in sys.modules];"
         "print(len(services), heavy)"
     )
@@ -39,7 +39,7 @@ def test_the_plugin_is_found_through_its_entry_point() -> None:
 def test_a_disabled_bridge_offers_no_service() -> None:
     cfg = Config()
     cfg.bridge.enabled = False
-    assert hooks.agy_host_services(cfg) is None
+    assert hooks.services(cfg) is None
 
 
 async def test_an_unbound_service_never_gets_ready() -> None:
@@ -50,12 +50,12 @@ async def test_an_unbound_service_never_gets_ready() -> None:
 
 
 async def test_engines_get_the_running_bridge_with_its_token(tmp_path: Path) -> None:
-    assert hooks.agy_host_mcp_servers("acp") is None
+    assert hooks.mcp_servers() is None
     async with running_bridge(tmp_path) as bridge:
-        [spec] = hooks.agy_host_mcp_servers("acp") or []
+        [spec] = hooks.mcp_servers() or []
         assert (spec.name, spec.type, spec.url) == ("agy-host-bridge", "http", bridge.url)
         assert spec.headers == {"x-bridge-token": bridge.service.token}
-    assert hooks.agy_host_mcp_servers("acp") is None  # gone with the command
+    assert hooks.mcp_servers() is None  # gone with the command
 
 
 def test_doctor_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -63,7 +63,7 @@ def test_doctor_rows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
     monkeypatch.delenv("AGY_HOST_CONFIG", raising=False)
     report = DiagnosticReport()
-    hooks.agy_host_diagnostics(report)
+    hooks.make_plugin().agy_host_diagnostics(report)
     [section] = report.sections
     labels = {row.label: row for row in section.rows}
     assert labels["bridge"].status == "ok"

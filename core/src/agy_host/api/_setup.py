@@ -160,7 +160,7 @@ def _answer_rules(given: object) -> list[AnswerRule]:
     import msgspec
 
     from agy_host.config import AnswerRule
-    from agy_host.runtime.interactions import AnswersFileError, load_answers
+    from agy_host.service.interactions import AnswersFileError, load_answers
 
     if given is None:
         return []

@@ -15,7 +15,6 @@ else asks the person.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -28,6 +27,7 @@ from agy_host.contract.permissions import (
     choose_allow,
     choose_reject,
 )
+from agy_host.service.interactions import glob_match
 
 if TYPE_CHECKING:
     from agy_host.config import Config, PermissionRule
@@ -38,12 +38,6 @@ _STRENGTH: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
 
 def _globs(value: str | list[str]) -> list[str]:
     return [value] if isinstance(value, str) else list(value)
-
-
-def glob_match(patterns: str | list[str], value: str) -> bool:
-    """Whether ``value`` matches any of ``patterns`` (case-insensitive globs); no pattern matches all."""
-    globs = _globs(patterns)
-    return not globs or any(fnmatch.fnmatchcase(value.lower(), g.lower()) for g in globs)
 
 
 def rule_matches(rule: PermissionRule, request: PermissionRequest) -> bool:

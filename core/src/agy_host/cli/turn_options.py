@@ -237,7 +237,7 @@ def open_host(state: CliState, opts: TurnOptions) -> tuple[Host, EngineT]:
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
     apply_overrides(host, opts.system_prompt, opts.digest)
     if opts.answers:
-        from agy_host.runtime.interactions import AnswersFileError, load_answers
+        from agy_host.service.interactions import AnswersFileError, load_answers
 
         try:
             host.answer_rules = load_answers(Path(opts.answers))

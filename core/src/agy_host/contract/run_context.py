@@ -17,6 +17,8 @@ from typing import Any
 
 import msgspec
 
+from agy_host.contract.interactions import QuestionAsker, nobody_answers
+
 
 def _no_warning(message: str) -> None:
     """The default for a context built without a host (tests, tools)."""
@@ -29,6 +31,10 @@ class RunContext(msgspec.Struct, kw_only=True, frozen=True):
     env: Mapping[str, str]
     #: agy-host's state directory under that environment.
     state_dir: Path
+    #: The host's interaction broker: a plugin that needs an answer from the
+    #: user (a tool like ``ask_user``) asks here, so answer rules, the
+    #: program's callback and the terminal all apply (:mod:`agy_host.contract.interactions`).
+    ask_question: QuestionAsker = nobody_answers
 
 
 class TurnContext(msgspec.Struct, kw_only=True, frozen=True):

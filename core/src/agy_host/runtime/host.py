@@ -118,7 +118,9 @@ class Host:
         self.services: list[Service] = []
         from agy_host.contract.run_context import RunContext
 
-        self.plugins.configure(RunContext(config=self.config, env=self.env, state_dir=self.state_dir))
+        self.plugins.configure(
+            RunContext(config=self.config, env=self.env, state_dir=self.state_dir, ask_question=self.ask_question)
+        )
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
@@ -221,7 +223,7 @@ class Host:
 
     async def ask_question(self, question: Question) -> Answer:
         """The interaction broker's answer (rules, the program, the terminal, or fail closed)."""
-        from agy_host.runtime.interactions import InteractionBroker
+        from agy_host.service.interactions import InteractionBroker
 
         broker = InteractionBroker(
             rules=lambda: [*self.answer_rules, *self.config.answer], env=self.env, callback=self.question_callback
@@ -333,7 +335,7 @@ class Host:
         the policy (which asks the terminal, or cancels: never ``auto``)."""
         from agy_host.contract.interactions import Question
         from agy_host.contract.permissions import PermissionDecision
-        from agy_host.runtime.interactions import answer_from_rules
+        from agy_host.service.interactions import answer_from_rules
 
         names = [opt.name or opt.option_id for opt in request.options]
         question = Question(

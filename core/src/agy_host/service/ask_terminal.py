@@ -33,6 +33,7 @@ async def ask_on_terminal(env: Mapping[str, str], question: Question) -> Answer:
                 return Answer(action="cancel", by="terminal", reason="the user did not answer")
             return Answer(action="decline" if reply.lower() in {"n", "no"} else "accept", by="terminal")
         if question.kind == "choice":
+            await term.write("".join(f"    {i}) {c}\n" for i, c in enumerate(question.choices, 1)))
             index = await choose(term, question.choices, prompt=f"  answer [1-{len(question.choices)}, 0 for none]: ")
             if index is None:
                 return Answer(action="cancel", by="terminal", reason="the user did not answer")

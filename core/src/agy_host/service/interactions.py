@@ -21,6 +21,7 @@ the engine's, as for permissions (:meth:`agy_host.engine.turn.EngineTurn.ask`).
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
@@ -29,9 +30,15 @@ from typing import Any
 
 import msgspec
 
-from agy_host.builtins.permission_rules import glob_match
 from agy_host.config import AnswerRule
 from agy_host.contract.interactions import Answer, FormField, Question, QuestionAsker
+
+
+def glob_match(patterns: str | list[str], value: str) -> bool:
+    """Whether ``value`` matches any of ``patterns`` (case-insensitive globs); no pattern matches all.
+    The answer rules and the permission rules match the same way."""
+    globs = [patterns] if isinstance(patterns, str) else list(patterns)
+    return not globs or any(fnmatch.fnmatchcase(value.lower(), g.lower()) for g in globs)
 
 
 class AnswersFileError(ValueError):
@@ -177,7 +184,7 @@ class InteractionBroker:
                 )
             return _nobody(f"the question callback returned {type(given).__name__}, not an Answer")
         try:
-            from agy_host.runtime.ask_terminal import ask_on_terminal
+            from agy_host.service.ask_terminal import ask_on_terminal
 
             return await ask_on_terminal(self.env, question)
         except NoTerminal as exc:
@@ -188,4 +195,4 @@ def _nobody(why: str) -> Answer:
     return Answer(action="cancel", by="host", reason=why, unanswered=True)
 
 
-__all__ = ["AnswersFileError", "InteractionBroker", "answer_from_rules", "load_answers"]
+__all__ = ["AnswersFileError", "InteractionBroker", "answer_from_rules", "glob_match", "load_answers"]
