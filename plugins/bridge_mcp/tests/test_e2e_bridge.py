@@ -186,10 +186,13 @@ def test_the_agent_hanging_up_aborts_the_park(rig: Rig) -> None:
 
 
 def test_ask_user_without_a_terminal_tells_the_agent(rig: Rig) -> None:
+    """Nobody to answer: the agent is told so and goes on, and the run fails
+    closed (exit 5) like every unanswered question."""
     rig.script([calling(rig, tool="ask_user", arguments={"question": "Anyone?"})])
     result = rig.run("go")
-    assert result.proc.returncode == 0, result.context()
+    assert result.proc.returncode == 5, result.context()
     assert "tool error: ask_user: there is no terminal attached to agy-host" in result.text
+    assert "the agent asked 'Anyone?' and nobody answered" in result.proc.stdout
 
 
 def test_ask_user_is_answered_by_an_answer_rule(rig: Rig, tmp_path: Path) -> None:

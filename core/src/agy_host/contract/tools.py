@@ -20,6 +20,10 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     text: str = ""
     images: list[tuple[str, str]] = msgspec.field(default_factory=list)
     is_error: bool = False
+    #: A question for the user that nobody could answer (its text): the tool
+    #: tells the agent so in ``text``, and the turn fails closed (exit 5), as
+    #: it does for every unanswered question.
+    unanswered_question: str = ""
 
 
 ToolCallable = Callable[[dict[str, Any]], Awaitable[ToolResult]]

@@ -40,6 +40,7 @@ from agy_host.contract.events import (
     HostEvent,
     Notice,
     OutcomeActivity,
+    QuestionAnswered,
     StopReason,
     TextDelta,
     ToolUseRequested,
@@ -314,6 +315,18 @@ class TurnLayer:
         else:
             result = await self._run_tool(tool, request, turn.handle)
         owned = self._owned(request.call_id)
+        if result is not None and result.unanswered_question:
+            turn.unanswered.append(result.unanswered_question)
+            self.emit(
+                QuestionAnswered(
+                    kind="text",
+                    message=result.unanswered_question,
+                    action="cancel",
+                    by="host",
+                    reason=result.text,
+                    unanswered=True,
+                )
+            )
         if result is None:  # the turn was aborted while the tool ran
             if owned and self.roundtrips is not None:
                 self.roundtrips.discard(request.call_id)

@@ -61,7 +61,7 @@ async def ask_user(
     asked = Question(kind="choice" if choices else "text", session="", message=question, tool=NAME, choices=choices)
     answer = await ask(asked)
     if answer.unanswered:
-        return ToolResult(text=NO_TERMINAL.format(why=answer.reason), is_error=True)
+        return ToolResult(text=NO_TERMINAL.format(why=answer.reason), is_error=True, unanswered_question=question)
     if answer.action != "accept":
         return ToolResult(text="The user declined to answer.")
     given = str(answer.values.get("answer", "")).strip()
