@@ -33,6 +33,9 @@ from agy_host.engine.driver import TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import TurnTimers
 
+#: A permission decision or a question's answer.
+AnswerT = TypeVar("AnswerT")
+
 if TYPE_CHECKING:
     from agy_host.contract.interactions import Answer, Question, QuestionAsker
     from agy_host.contract.permissions import PermissionDecision, PermissionRequest
@@ -93,23 +96,10 @@ class EngineTurn:
         waiting on the wire is never left without an answer."""
         from agy_host.contract.permissions import PermissionDecision
 
-        if self.aborted:
-            return PermissionDecision(option_id=None, policy="host", reason="turn aborted")
-        scope = trio.CancelScope()
-        self._open_permissions.add(scope)
-        self.timers.pause()
-        try:
-            with scope, trio.move_on_after(bound_s if bound_s is not None else math.inf) as limit:
-                try:
-                    return await decide(request)
-                except Exception as exc:  # a broken policy must still answer
-                    return PermissionDecision(option_id=None, policy="host", reason=f"policy failed: {exc}")
-            if limit.cancelled_caught and not scope.cancelled_caught:
-                return PermissionDecision(option_id=None, policy="host", reason=f"no answer within {bound_s:g}s")
-            return PermissionDecision(option_id=None, policy="host", reason="turn aborted")
-        finally:
-            self._open_permissions.discard(scope)
-            self.timers.resume()
+        def cancelled(reason: str, nobody: bool) -> PermissionDecision:
+            return PermissionDecision(option_id=None, policy="host", reason=reason)
+
+        return await self._always_answered(lambda: decide(request), cancelled, "policy failed", bound_s)
 
     def cancel_permissions(self) -> None:
         """Abort: every open permission request and question is answered ``cancelled``."""
@@ -125,20 +115,36 @@ class EngineTurn:
         ``bound_s`` is a ``cancel`` that counts as unanswered."""
         from agy_host.contract.interactions import Answer
 
+        def cancelled(reason: str, nobody: bool) -> Answer:
+            return Answer(action="cancel", by="host", reason=reason, unanswered=nobody)
+
+        return await self._always_answered(lambda: asker(question), cancelled, "asking failed", bound_s)
+
+    async def _always_answered(
+        self,
+        call: Callable[[], Awaitable[AnswerT]],
+        cancelled: Callable[[str, bool], AnswerT],
+        failed: str,
+        bound_s: float | None,
+    ) -> AnswerT:
+        """The one wait behind permissions and questions: clocks paused, bounded,
+        cancelled by an abort; ``cancelled(reason, nobody)`` stands in for an
+        answer that did not come (``nobody``: no one answered, as opposed to
+        the turn being aborted)."""
         if self.aborted:
-            return Answer(action="cancel", by="host", reason="turn aborted")
+            return cancelled("turn aborted", False)
         scope = trio.CancelScope()
         self._open_permissions.add(scope)
         self.timers.pause()
         try:
             with scope, trio.move_on_after(bound_s if bound_s is not None else math.inf) as limit:
                 try:
-                    return await asker(question)
-                except Exception as exc:  # a broken broker must still answer
-                    return Answer(action="cancel", by="host", reason=f"asking failed: {exc}", unanswered=True)
+                    return await call()
+                except Exception as exc:  # a broken policy or broker must still answer
+                    return cancelled(f"{failed}: {exc}", True)
             if limit.cancelled_caught and not scope.cancelled_caught:
-                return Answer(action="cancel", by="host", reason=f"no answer within {bound_s:g}s", unanswered=True)
-            return Answer(action="cancel", by="host", reason="turn aborted")
+                return cancelled(f"no answer within {bound_s:g}s", True)
+            return cancelled("turn aborted", False)
         finally:
             self._open_permissions.discard(scope)
             self.timers.resume()
