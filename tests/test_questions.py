@@ -176,3 +176,28 @@ def test_an_antigravity_question_is_answered_by_a_rule_and_never_by_auto(tmp_pat
     unanswered = fake_acp_agent_command(scenario, workdir=tmp_path / "agents-2")
     proc = run(tmp_path, unanswered)
     assert proc.returncode == 5 and "NO ANSWER" in proc.stdout, proc.stderr
+
+
+async def test_the_python_callback_answers_an_antigravity_question(tmp_path: Path) -> None:
+    import agy_host
+    from agy_host.contract.interactions import Question
+
+    options = [
+        {"optionId": "opt-a", "name": "main", "kind": "allow_once"},
+        {"optionId": "opt-b", "name": "dev", "kind": "allow_once"},
+    ]
+    tool_call = {"toolCallId": "interaction_1", "title": "Which branch?", "kind": "other"}
+    branches = {"opt-b": [{"chunk": "ON DEV"}], "cancelled": [{"chunk": "NO ANSWER"}]}
+    scenario = {"prompt": [{"permission": {"tool_call": tool_call, "options": options, "branches": branches}}]}
+    agent = fake_acp_agent_command(scenario, workdir=tmp_path / "agents")
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
+    seen: list[Question] = []
+
+    def on_question(question: Question) -> str:
+        seen.append(question)
+        return "dev"
+
+    async with agy_host.open_session(agent=agent.command_line, env=env, cwd=tmp_path, on_question=on_question) as s:
+        result = await s.prompt("go").wait()
+    assert result.exit_code == 0 and "ON DEV" in result.response
+    assert [(q.kind, q.message, q.choices) for q in seen] == [("choice", "Which branch?", ["main", "dev"])]

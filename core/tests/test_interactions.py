@@ -131,3 +131,14 @@ async def test_q_at_the_terminal_is_a_cancel_not_an_answer(tty: Pty) -> None:
     answer = await InteractionBroker(rules=list, env={"AGY_HOST_TTY": tty.path}).ask(url)
     assert answer.action == "cancel" and not answer.unanswered
     assert "open: https://example.com/x" in tty.screen()
+
+
+async def test_without_the_terminal_only_rules_and_the_program_answer(tty: Pty) -> None:
+    """The ``ask`` policy asks the person its own way: the broker must not ask first."""
+    broker = InteractionBroker(rules=list, env={"AGY_HOST_TTY": tty.path})
+    question = Question(kind="choice", session="s", message="Which branch?", choices=["main", "dev"])
+    answer = await broker.ask(question, terminal=False)
+    assert answer.unanswered and answer.action == "cancel"
+    assert tty.screen() == "", "the terminal was asked"
+    ruled = InteractionBroker(rules=lambda: [rule(value="dev")], env={"AGY_HOST_TTY": tty.path})
+    assert (await ruled.ask(question, terminal=False)).values == {"answer": "dev"}

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from agy_host.engine.base import Engine, EngineContext, EngineFactory
     from agy_host.runtime.store import SessionStore
     from agy_host.service.base import Service
+    from agy_host.service.interactions import InteractionBroker
     from agy_host.service.roundtrips import ServiceContext
 
 #: Chosen when nothing else decides and it is installed (the spec's default).
@@ -223,12 +224,15 @@ class Host:
 
     async def ask_question(self, question: Question) -> Answer:
         """The interaction broker's answer (rules, the program, the terminal, or fail closed)."""
+        return await self._broker().ask(question)
+
+    def _broker(self) -> InteractionBroker:
+        """The broker over this host's rules (``--answers`` first, then the config's) and callback."""
         from agy_host.service.interactions import InteractionBroker
 
-        broker = InteractionBroker(
+        return InteractionBroker(
             rules=lambda: [*self.answer_rules, *self.config.answer], env=self.env, callback=self.question_callback
         )
-        return await broker.ask(question)
 
     # -- store -----------------------------------------------------------------------
 
@@ -335,7 +339,6 @@ class Host:
         the policy (which asks the terminal, or cancels: never ``auto``)."""
         from agy_host.contract.interactions import Question
         from agy_host.contract.permissions import PermissionDecision
-        from agy_host.service.interactions import answer_from_rules
 
         names = [opt.name or opt.option_id for opt in request.options]
         question = Question(
@@ -346,15 +349,9 @@ class Host:
             tool=request.tool_name,
             choices=names,
         )
-        answer = answer_from_rules([*self.answer_rules, *self.config.answer], question)
-        if answer is None and self.question_callback is not None:
-            try:
-                answer = await self.question_callback(question)
-            except Exception as exc:
-                self.warn(f"the question callback failed: {type(exc).__name__}: {exc}")
-                answer = None
-        if answer is None:
-            return None
+        answer = await self._broker().ask(question, terminal=False)
+        if answer.unanswered:
+            return None  # the policy asks the person (``ask``), or cancels
         if answer.action != "accept":
             return PermissionDecision(option_id=None, policy=answer.by, reason=answer.reason or answer.action)
         wanted = str(answer.values.get("answer", "")).strip().lower()

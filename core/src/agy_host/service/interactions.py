@@ -162,8 +162,10 @@ class InteractionBroker:
         self.env = env
         self.callback = callback
 
-    async def ask(self, question: Question) -> Answer:
-        """Always an answer; ``cancel`` with ``unanswered`` when nobody gave one."""
+    async def ask(self, question: Question, *, terminal: bool = True) -> Answer:
+        """Always an answer; ``cancel`` with ``unanswered`` when nobody gave one.
+        Without ``terminal`` only the rules and the program answer (a caller
+        with its own way to ask the person: the ``ask`` permission policy)."""
         from agy_host.service.terminal import NoTerminal
 
         found = answer_from_rules(self._rules(), question)
@@ -183,6 +185,8 @@ class InteractionBroker:
                     unanswered=given.unanswered,
                 )
             return _nobody(f"the question callback returned {type(given).__name__}, not an Answer")
+        if not terminal:
+            return _nobody("no answer rule matched (see --answers)")
         try:
             from agy_host.service.ask_terminal import ask_on_terminal
 
