@@ -6,15 +6,14 @@ agy-host sends is checked against the schema."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_cli import agy_host, run_turn
 from conformance.schema import validate_agent_message, validate_client_message
 
-from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
+from agy_host.testing.agents import fake_acp_agent_command
 from agy_host.testing.isolation import isolated_env
 
 pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
@@ -48,26 +47,13 @@ STEPS = [
 ]
 
 
-def run(tmp_path: Path, agent: FakeAgent, *args: str) -> subprocess.CompletedProcess[str]:
-    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
-    return subprocess.run(
-        [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, *args, "go"],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-
-
 def test_notices_and_compaction_are_advertised_and_shown(tmp_path: Path) -> None:
     for step in STEPS:  # what the fake sends is valid ACP, so what we show is what an agent may send
         if "update" in step:
             msg = {"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s", "update": step["update"]}}
             validate_agent_message(msg)
     agent = fake_acp_agent_command({"prompt": STEPS}, workdir=tmp_path / "agents")
-    proc = run(tmp_path, agent, "--format", "json")
+    proc = run_turn(tmp_path, agent, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     [init] = agent.requests("initialize")
     validate_client_message(init)
@@ -87,25 +73,12 @@ def test_notices_and_compaction_are_advertised_and_shown(tmp_path: Path) -> None
     assert "unknown-update" not in proc.stderr and "does not know" not in proc.stdout
 
 
-def cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
-    return subprocess.run(
-        [sys.executable, "-m", "agy_host.cli.main", *args],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-
-
 def test_resume_is_preferred_over_load_when_the_agent_offers_it(tmp_path: Path) -> None:
     caps = {"sessionCapabilities": {"resume": {}}}
     agent = fake_acp_agent_command("echo", workdir=tmp_path / "agents", agent_capabilities=caps)
-    first = cli(tmp_path, "run", "--agent", agent.command_line, "--session", "r", "one")
+    first = agy_host(tmp_path, "run", "--agent", agent.command_line, "--session", "r", "one")
     assert first.returncode == 0, first.stderr
-    second = cli(tmp_path, "run", "--agent", agent.command_line, "--session", "r", "--resume", "two")
+    second = agy_host(tmp_path, "run", "--agent", agent.command_line, "--session", "r", "--resume", "two")
     assert second.returncode == 0, second.stderr
     [resume] = agent.requests("session/resume")
     validate_client_message(resume)
@@ -122,24 +95,41 @@ def test_the_agents_own_sessions_can_be_listed_and_deleted(tmp_path: Path) -> No
     ]
     caps = {"sessionCapabilities": {"list": {}, "delete": {}}}
     agent = fake_acp_agent_command("echo", workdir=tmp_path / "agents", agent_capabilities=caps, listed_sessions=listed)
-    proc = cli(tmp_path, "sessions", "agent-list", "--agent", agent.command_line, "--format", "json")
+    proc = agy_host(tmp_path, "sessions", "agent-list", "--agent", agent.command_line, "--format", "json")
     assert proc.returncode == 0, proc.stderr
     sessions = json.loads(proc.stdout)["sessions"]
     assert [(x["id"], x.get("title", "")) for x in sessions] == [("old-1", "Refactor"), ("old-2", "")]
-    filtered = cli(tmp_path, "sessions", "agent-list", "--agent", agent.command_line, "--cwd", "/work/b")
+    filtered = agy_host(tmp_path, "sessions", "agent-list", "--agent", agent.command_line, "--cwd", "/work/b")
     assert filtered.returncode == 0 and "old-2" in filtered.stdout and "old-1" not in filtered.stdout
     for message in agent.requests("session/list"):
         validate_client_message(message)
-    gone = cli(tmp_path, "sessions", "agent-rm", "--agent", agent.command_line, "old-1")
+    gone = agy_host(tmp_path, "sessions", "agent-rm", "--agent", agent.command_line, "old-1")
     assert gone.returncode == 0 and "deleted old-1" in gone.stdout, gone.stderr
     [deleted] = agent.requests("session/delete")
     validate_client_message(deleted)
     assert deleted["params"] == {"sessionId": "old-1"}
 
 
+def test_deleting_an_agent_session_drops_the_binding_to_it(tmp_path: Path) -> None:
+    """A host session bound to the deleted conversation would fail its next resume."""
+    caps = {"sessionCapabilities": {"list": {}, "delete": {}}}
+    listed = [{"sessionId": "conv-9", "cwd": str(tmp_path)}]  # what the agent remembers across its processes
+    agent = fake_acp_agent_command(
+        "echo", workdir=tmp_path / "agents", agent_capabilities=caps, session_id="conv-9", listed_sessions=listed
+    )
+    first = run_turn(tmp_path, agent, "--session", "keep")
+    assert first.returncode == 0, first.stderr
+    shown = agy_host(tmp_path, "sessions", "agent-list", "--agent", agent.command_line, "--format", "json")
+    assert [(x["id"], x["host_session"]) for x in json.loads(shown.stdout)["sessions"]] == [("conv-9", "keep")]
+    gone = agy_host(tmp_path, "sessions", "agent-rm", "--agent", agent.command_line, "conv-9")
+    assert gone.returncode == 0 and "and its binding" in gone.stdout, gone.stderr
+    bindings = json.loads(agy_host(tmp_path, "sessions", "list", "--format", "json").stdout)["bindings"]
+    assert not [k for k in bindings if k.startswith("keep@")]
+
+
 def test_an_agent_without_session_list_says_so(tmp_path: Path) -> None:
     agent = fake_acp_agent_command("echo", workdir=tmp_path / "agents")
-    proc = cli(tmp_path, "sessions", "agent-list", "--agent", agent.command_line)
+    proc = agy_host(tmp_path, "sessions", "agent-list", "--agent", agent.command_line)
     assert proc.returncode == 1
     assert "does not offer session/list" in proc.stderr
 
@@ -152,7 +142,7 @@ def test_a_request_given_up_on_is_cancelled_with_cancel_request(tmp_path: Path) 
     config = tmp_path / "home" / ".config" / "agy-host" / "config.toml"
     config.parent.mkdir(parents=True)
     config.write_text("[acp]\ninitialize_timeout_seconds = 1.0\n")
-    proc = cli(tmp_path, "run", "--agent", agent.command_line, "hi")
+    proc = agy_host(tmp_path, "run", "--agent", agent.command_line, "hi")
     assert proc.returncode == 1 and "did not answer initialize" in proc.stderr, proc.stderr
     [init] = agent.requests("initialize")
     [cancel] = agent.requests("$/cancel_request")
@@ -165,17 +155,17 @@ def test_add_dir_goes_to_agents_that_take_more_roots_and_others_say_so(tmp_path:
     extra.mkdir()
     caps = {"sessionCapabilities": {"additionalDirectories": {}}}
     taking = fake_acp_agent_command("echo", workdir=tmp_path / "a1", agent_capabilities=caps)
-    proc = cli(tmp_path, "run", "--agent", taking.command_line, "--add-dir", str(extra), "hi")
+    proc = agy_host(tmp_path, "run", "--agent", taking.command_line, "--add-dir", str(extra), "hi")
     assert proc.returncode == 0, proc.stderr
     [new] = taking.requests("session/new")
     validate_client_message(new)
     assert new["params"]["additionalDirectories"] == [str(extra.resolve())]
     plain = fake_acp_agent_command("echo", workdir=tmp_path / "a2")
-    proc = cli(tmp_path, "run", "--agent", plain.command_line, "--add-dir", str(extra), "hi")
+    proc = agy_host(tmp_path, "run", "--agent", plain.command_line, "--add-dir", str(extra), "hi")
     assert proc.returncode == 0, proc.stderr
     assert "--add-dir is not passed" in proc.stderr
     assert "additionalDirectories" not in plain.requests("session/new")[0]["params"]
-    missing = cli(tmp_path, "run", "--agent", plain.command_line, "--add-dir", str(tmp_path / "nope"), "hi")
+    missing = agy_host(tmp_path, "run", "--agent", plain.command_line, "--add-dir", str(tmp_path / "nope"), "hi")
     assert missing.returncode == 2 and "is not a directory" in missing.stderr
 
 

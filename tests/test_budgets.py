@@ -6,12 +6,11 @@ notice, never a silent pass. Real CLI and Python API, the kit's fake ACP agent."
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_cli import run_turn
 
 from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
 from agy_host.testing.isolation import isolated_env
@@ -34,26 +33,7 @@ WORDY = {
 
 
 def run(tmp_path: Path, agent: FakeAgent, *args: str) -> tuple[int, list[dict[str, Any]], str]:
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "agy_host.cli.main",
-            "run",
-            "--agent",
-            agent.command_line,
-            "--format",
-            "json",
-            *args,
-            "go",
-        ],
-        env=isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none"),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+    proc = run_turn(tmp_path, agent, "--format", "json", *args)
     return proc.returncode, [json.loads(line) for line in proc.stdout.splitlines()], proc.stderr
 
 

@@ -6,12 +6,11 @@ checked against the ACP v1 schema (``@agentclientprotocol/sdk`` 2.4.0)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from acp_cli import run_turn
 from conformance.schema import validate_client_message
 
 from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
@@ -48,19 +47,6 @@ def asking(params: dict[str, Any]) -> dict[str, Any]:
     return {"prompt": [{"request": {"method": "elicitation/create", "params": params, "branches": branches}}]}
 
 
-def run(tmp_path: Path, agent: FakeAgent, *args: str) -> subprocess.CompletedProcess[str]:
-    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
-    return subprocess.run(
-        [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, *args, "go"],
-        env=env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-
-
 def answered(agent: FakeAgent) -> list[dict[str, Any]]:
     """What the agent got back for its elicitations, each checked against the schema."""
     responses = [m for m in agent.received() if "result" in m and isinstance(m.get("result"), dict)]
@@ -74,7 +60,7 @@ def test_a_form_is_answered_from_the_answers_file_and_elicitation_is_advertised(
     agent = fake_acp_agent_command(asking(FORM), workdir=tmp_path / "agents")
     rules = tmp_path / "answers.toml"
     rules.write_text('[[answer]]\nfield = "branch"\nvalue = "main"\n\n[[answer]]\nfield = "reviewers"\nvalue = "ana"\n')
-    proc = run(tmp_path, agent, "--answers", str(rules))
+    proc = run_turn(tmp_path, agent, "--answers", str(rules))
     assert proc.returncode == 0, proc.stderr
     assert "GOT ACCEPT" in proc.stdout
     content = {"branch": "main", "force": False, "reviewers": ["ana"]}
@@ -89,7 +75,7 @@ def test_an_unmatched_question_fails_closed_with_exit_5_never_an_empty_answer(tm
     agent = fake_acp_agent_command(asking(FORM), workdir=tmp_path / "agents")
     rules = tmp_path / "answers.json"
     rules.write_text(json.dumps([{"field": "reviewers", "value": "bo"}]))  # the required branch has no rule
-    proc = run(tmp_path, agent, "--answers", str(rules), "--format", "json")
+    proc = run_turn(tmp_path, agent, "--answers", str(rules), "--format", "json")
     assert proc.returncode == 5, proc.stderr
     assert answered(agent) == [{"action": "cancel"}]
     events = [json.loads(line) for line in proc.stdout.splitlines()]
@@ -104,7 +90,7 @@ def test_a_url_question_is_declined_by_a_rule(tmp_path: Path) -> None:
     agent = fake_acp_agent_command(asking(URL), workdir=tmp_path / "agents")
     rules = tmp_path / "answers.toml"
     rules.write_text('[[answer]]\nkind = "url"\ntitle = "*deploy*"\naction = "decline"\n')
-    proc = run(tmp_path, agent, "--answers", str(rules))
+    proc = run_turn(tmp_path, agent, "--answers", str(rules))
     assert proc.returncode == 0, proc.stderr
     assert "GOT DECLINE" in proc.stdout
     assert answered(agent) == [{"action": "decline"}]
@@ -114,7 +100,7 @@ def test_a_bad_answers_file_is_a_usage_error_naming_the_rule(tmp_path: Path) -> 
     agent = fake_acp_agent_command(asking(FORM), workdir=tmp_path / "agents")
     rules = tmp_path / "answers.toml"
     rules.write_text('[[answer]]\nfeild = "branch"\nvalue = "main"\n')
-    proc = run(tmp_path, agent, "--answers", str(rules))
+    proc = run_turn(tmp_path, agent, "--answers", str(rules))
     assert proc.returncode == 2
     assert "rule 1" in proc.stderr and "feild" in proc.stderr
     assert not agent.requests("initialize"), "no agent is started for a command that cannot answer"
@@ -170,11 +156,11 @@ def test_an_antigravity_question_is_answered_by_a_rule_and_never_by_auto(tmp_pat
     agent = fake_acp_agent_command(scenario, workdir=tmp_path / "agents")
     rules = tmp_path / "answers.toml"
     rules.write_text('[[answer]]\ntitle = "*branch*"\nvalue = "dev"\n')
-    proc = run(tmp_path, agent, "--answers", str(rules))
+    proc = run_turn(tmp_path, agent, "--answers", str(rules))
     assert proc.returncode == 0, proc.stderr
     assert "ON DEV" in proc.stdout
     unanswered = fake_acp_agent_command(scenario, workdir=tmp_path / "agents-2")
-    proc = run(tmp_path, unanswered)
+    proc = run_turn(tmp_path, unanswered)
     assert proc.returncode == 5 and "NO ANSWER" in proc.stdout, proc.stderr
 
 
@@ -201,3 +187,12 @@ async def test_the_python_callback_answers_an_antigravity_question(tmp_path: Pat
         result = await s.prompt("go").wait()
     assert result.exit_code == 0 and "ON DEV" in result.response
     assert [(q.kind, q.message, q.choices) for q in seen] == [("choice", "Which branch?", ["main", "dev"])]
+
+
+def test_elicitation_complete_is_shown(tmp_path: Path) -> None:
+    complete = {"notify": {"method": "elicitation/complete", "params": {"elicitationId": "el-1"}}}
+    agent = fake_acp_agent_command({"prompt": [complete, {"chunk": "ok"}]}, workdir=tmp_path / "agents")
+    proc = run_turn(tmp_path, agent, "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    notices = [e["message"] for e in map(json.loads, proc.stdout.splitlines()) if e["type"] == "notice"]
+    assert notices == ["the agent reports the step at the URL it gave is done (el-1)"]

@@ -1,0 +1,33 @@
+"""``agy-host`` as a user runs it, against an ACP agent, for the root suites
+(questions, the 2026 ACP surface, budgets): a subprocess in a private HOME,
+the ACP engine selected, nobody at the terminal (``AGY_HOST_TTY=none``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from agy_host.testing.agents import FakeAgent
+from agy_host.testing.isolation import isolated_env
+
+
+def agy_host(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``agy-host ARGS`` in ``tmp_path`` with its HOME under it."""
+    return subprocess.run(
+        [sys.executable, "-m", "agy_host.cli.main", *args],
+        env=isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none"),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+
+
+def run_turn(tmp_path: Path, agent: FakeAgent, *args: str) -> subprocess.CompletedProcess[str]:
+    """``agy-host run --agent AGENT ARGS go``."""
+    return agy_host(tmp_path, "run", "--agent", agent.command_line, *args, "go")
+
+
+__all__ = ["agy_host", "run_turn"]
