@@ -121,7 +121,7 @@ async def test_the_terminal_asks_a_form_field_by_field(tty: Pty) -> None:
         action="accept", values={"region": "us", "replicas": 4, "dry_run": True, "note": "shipping it"}, by="terminal"
     )
     screen = tty.screen()
-    assert "deployer in session 's' asks (tool deploy):" in screen and "Deploy where?" in screen
+    assert "session 's', deployer asks (tool deploy):" in screen and "Deploy where?" in screen
     assert "please type a whole number" in screen and "(boolean; default True)" in screen
 
 

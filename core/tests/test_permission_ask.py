@@ -91,7 +91,7 @@ async def test_a_question_is_shown_as_a_question(tty: Pty) -> None:
     decision = await policy(tty.path).decide(question())
     assert decision.option_id == "2"
     screen = tty.screen()
-    assert "the agent asks you a question" in screen and "Do you prefer red or blue?" in screen
+    assert "session 's' asks you a question" in screen and "Do you prefer red or blue?" in screen
     assert "2) Blue" in screen and "permission" not in screen
 
 

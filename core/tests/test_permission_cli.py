@@ -117,7 +117,12 @@ def test_the_person_answers_on_the_terminal(
     assert code == 0, ctx
     assert answers(agent) == ["allow"] and text(events) == "PERMIS"
     shown = screen(master)
-    assert "the agent asks for permission" in shown and "Run fake_tool?" in shown and "1) Allow" in shown
+    assert (
+        "session 'run-" in shown
+        and "asks for permission" in shown
+        and "Run fake_tool?" in shown
+        and "1) Allow" in shown
+    )
 
 
 def test_a_question_is_asked_never_auto_answered(
@@ -135,7 +140,7 @@ def test_a_question_is_asked_never_auto_answered(
     code, events, ctx = run(env, agent, "--permissions", "rules")  # a question always goes to a person
     assert code == 0, ctx
     assert answers(agent) == ["2"]
-    assert "the agent asks you a question" in screen(master)
+    assert "asks you a question" in screen(master)
 
 
 def test_rules_from_the_config_file(env: dict[str, str], fake_acp_agent: Callable[..., Agent]) -> None:

@@ -11,6 +11,8 @@ import sys
 import time
 from typing import Any
 
+from agy_host.testing.terminal import Pty
+
 from .conftest import HarnessHome
 
 WAIT = 5000
@@ -182,6 +184,31 @@ def test_dynamic_policy_asks_the_host_and_its_answer_is_kept(hhome: HarnessHome)
     assert asked["title"] == "Run: touch made"
     assert not (hhome.cwd / "made").exists()
     assert run.returncode == 5, "a denied tool is the documented exit 5"
+
+
+def test_allow_for_the_session_is_asked_once_and_remembered(hhome: HarnessHome) -> None:
+    """The harness keeps no memory of a dynamic decision: agy-host's broker
+    does. The person answers "Allow for the rest of this session" once; the
+    second ``run_command`` of the session is allowed without asking."""
+    hhome.configure(permissions={"policy": "ask"}, turn={"permission_timeout_seconds": 20})
+
+    def touch(name: str) -> list[dict[str, Any]]:
+        args = {"CommandLine": f"touch {name}", "Cwd": str(hhome.cwd), "WaitMsBeforeAsync": WAIT}
+        return [{"call": {"name": "run_command", "args": args}}]
+
+    hhome.serve(one_turn(touch("one"), touch("two"), [{"text": "ok"}]))
+    with Pty() as tty:
+        tty.type("2\n")  # one answer typed: a second prompt would wait, then be cancelled
+        run = hhome.turn("t6b", "run both", env={"AGY_HOST_TTY": tty.path})
+        screen = tty.screen()
+    ok(run)
+    assert (hhome.cwd / "one").exists() and (hhome.cwd / "two").exists(), run
+    first, second = run.of("permission")
+    assert first["selected"] == "allow_always" and first["policy"] == "ask", run
+    assert second["selected"] == "allow_always" and second["policy"] == "remembered", run
+    assert "earlier in session 't6b'" in second["reason"], second
+    assert screen.count("asks for permission") == 1, screen
+    assert "2) Allow for the rest of this session  [allow_always]  (remembered for this session)" in screen, screen
 
 
 def test_resume_after_restart_continues_the_same_conversation(hhome: HarnessHome) -> None:

@@ -32,7 +32,9 @@ from agy_host.contract.permissions import (
     choose_allow,
     choose_reject,
 )
+from agy_host.service.remembered import ALWAYS_KINDS
 from agy_host.service.terminal import NoTerminal, Terminal, choose, open_terminal, terminal_available
+from agy_host.service.terminal_queue import asker
 
 if TYPE_CHECKING:
     from agy_host.config import Config
@@ -40,6 +42,8 @@ if TYPE_CHECKING:
 
 #: Lines of an edit's diff shown before the rest is summarised.
 DIFF_LINES = 100
+#: Said of an "always" option: agy-host keeps it for the session, whatever the agent does.
+ALWAYS_NOTE = "  (remembered for this session)"
 #: Characters of the arguments shown.
 ARGS_CHARS = 600
 
@@ -73,7 +77,7 @@ class AskPolicy:
 
     async def decide(self, request: PermissionRequest) -> PermissionDecision:
         try:
-            async with open_terminal(self.env) as term:
+            async with open_terminal(self.env, asker(request.session)) as term:
                 return await self._ask(term, request)
         except NoTerminal as exc:
             return self.without_terminal(request, str(exc))
@@ -98,7 +102,7 @@ class AskPolicy:
     async def _ask(self, term: Terminal, request: PermissionRequest) -> PermissionDecision:
         if not request.options:
             return PermissionDecision(option_id=None, policy=self.name, reason="the agent offered no options")
-        await term.write(render_request(request))
+        await term.write(render_request(request, waiting=term.waiting_note()))
         names = [opt.name or opt.option_id for opt in request.options]
         span = f"1-{len(names)}" if len(names) > 1 else "1"
         index = await choose(
@@ -111,16 +115,22 @@ class AskPolicy:
         return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=f"the user chose {names[index]!r}")
 
 
-def render_request(request: PermissionRequest) -> str:
-    """What the person sees before choosing."""
+def render_request(request: PermissionRequest, waiting: str = "") -> str:
+    """What the person sees before choosing: who asks (the session) and
+    ``waiting``, the note of who else is queued for the terminal."""
+    who = asker(request.session)
     lines: list[str] = [""]
     if request.is_question:
-        lines.append("agy-host: the agent asks you a question")
+        lines.append(f"agy-host: {who} asks you a question")
+        if waiting:
+            lines.append(waiting.rstrip("\n"))
         lines.append(f"  {request.title or '(no question text)'}")
         lines.extend(f"    {i}) {opt.name or opt.option_id}" for i, opt in enumerate(request.options, 1))
         lines.append("    0) do not answer")
         return "\n".join(lines) + "\n"
-    lines.append("agy-host: the agent asks for permission")
+    lines.append(f"agy-host: {who} asks for permission")
+    if waiting:
+        lines.append(waiting.rstrip("\n"))
     lines.append(f"  {request.title or '(untitled request)'}")
     tool = request.tool_name or "tool"
     lines.append(f"  tool: {tool} ({request.tool_kind})")
@@ -132,7 +142,10 @@ def render_request(request: PermissionRequest) -> str:
     if request.diff is not None:
         lines.extend(f"  {line}" for line in render_diff(request.diff))
     lines.append("  options:")
-    lines.extend(f"    {i}) {opt.name or opt.option_id}  [{opt.kind}]" for i, opt in enumerate(request.options, 1))
+    lines.extend(
+        f"    {i}) {opt.name or opt.option_id}  [{opt.kind}]{ALWAYS_NOTE if opt.kind in ALWAYS_KINDS else ''}"
+        for i, opt in enumerate(request.options, 1)
+    )
     lines.append("    0) cancel (no answer)")
     return "\n".join(lines) + "\n"
 

@@ -111,10 +111,10 @@ class Host:
         self._engine: Engine | None = None
         self._store: SessionStore | None = None
         self._policy: PermissionPolicy | None = None
+        self._broker: InteractionBroker | None = None
         #: ``--answers FILE`` rules (before the config's ``[[answer]]``).
         self.answer_rules: list[AnswerRule] = []
-        #: The program's question callback (the Python API's ``on_question``).
-        self.question_callback: QuestionAsker | None = None
+        self._question_callback: QuestionAsker | None = None
         #: Services handed out by ``agy_host_services`` for this command.
         self.services: list[Service] = []
         from agy_host.contract.run_context import RunContext
@@ -224,15 +224,35 @@ class Host:
 
     async def ask_question(self, question: Question) -> Answer:
         """The interaction broker's answer (rules, the program, the terminal, or fail closed)."""
-        return await self._broker().ask(question)
+        return await self.broker.ask(question)
 
-    def _broker(self) -> InteractionBroker:
-        """The broker over this host's rules (``--answers`` first, then the config's) and callback."""
-        from agy_host.service.interactions import InteractionBroker
+    @property
+    def question_callback(self) -> QuestionAsker | None:
+        """The program's question callback (the Python API's ``on_question``)."""
+        return self._question_callback
 
-        return InteractionBroker(
-            rules=lambda: [*self.answer_rules, *self.config.answer], env=self.env, callback=self.question_callback
-        )
+    @question_callback.setter
+    def question_callback(self, callback: QuestionAsker | None) -> None:
+        self._question_callback = callback
+        if self._broker is not None:
+            self._broker.callback = callback
+
+    @property
+    def broker(self) -> InteractionBroker:
+        """This host's one broker (it remembers "always" answers for as long as
+        the host lives), over the rules (``--answers`` first, then the
+        config's), the program's callback and the permission policy."""
+        if self._broker is None:
+            from agy_host.service.interactions import InteractionBroker
+
+            self._broker = InteractionBroker(
+                rules=lambda: [*self.answer_rules, *self.config.answer],
+                env=self.env,
+                callback=self.question_callback,
+                policy=self.permission_policy,
+                bound_s=lambda: self.config.turn.permission_timeout_seconds,
+            )
+        return self._broker
 
     # -- store -----------------------------------------------------------------------
 
@@ -294,71 +314,10 @@ class Host:
         return str(problem) if problem else None
 
     async def decide_permission(self, request: PermissionRequest) -> PermissionDecision:
-        """Answer one permission request; never raises (except trio's own
-        cancellation of the caller) and never waits past the configured bound."""
-        import trio
-
-        from agy_host.contract.permissions import PermissionDecision
-        from agy_host.engine.timers import minutes
-
-        if request.is_question:
-            answered = await self._question_from_rules(request)
-            if answered is not None:
-                return answered
-        policy = self.permission_policy()
-        name = getattr(policy, "name", type(policy).__name__)
-        bound = self.config.turn.permission_timeout_seconds
-        try:
-            with trio.move_on_after(bound) as scope:
-                # typed as object: a third-party policy may return anything
-                decision: object = await policy.decide(request)
-        except Exception as exc:
-            return PermissionDecision(
-                option_id=None, policy=name, reason=f"policy {name!r} failed ({type(exc).__name__}: {exc}); cancelled"
-            )
-        if scope.cancelled_caught:
-            return PermissionDecision(
-                option_id=None, policy=name, reason=f"no answer within {minutes(bound)}; cancelled"
-            )
-        if not isinstance(decision, PermissionDecision):
-            return PermissionDecision(
-                option_id=None, policy=name, reason=f"policy {name!r} returned {type(decision).__name__}; cancelled"
-            )
-        offered = {opt.option_id for opt in request.options}
-        if decision.option_id is not None and decision.option_id not in offered:
-            return PermissionDecision(
-                option_id=None,
-                policy=name,
-                reason=f"policy {name!r} chose {decision.option_id!r}, which the agent did not offer; cancelled",
-            )
-        return decision
-
-    async def _question_from_rules(self, request: PermissionRequest) -> PermissionDecision | None:
-        """Antigravity's questions (``interaction_`` permission requests) are
-        questions: the answer rules and the program's callback come before
-        the policy (which asks the terminal, or cancels: never ``auto``)."""
-        from agy_host.contract.interactions import Question
-        from agy_host.contract.permissions import PermissionDecision
-
-        names = [opt.name or opt.option_id for opt in request.options]
-        question = Question(
-            kind="choice",
-            session=request.session,
-            message=request.title,
-            call_id=request.call_id,
-            tool=request.tool_name,
-            choices=names,
-        )
-        answer = await self._broker().ask(question, terminal=False)
-        if answer.unanswered:
-            return None  # the policy asks the person (``ask``), or cancels
-        if answer.action != "accept":
-            return PermissionDecision(option_id=None, policy=answer.by, reason=answer.reason or answer.action)
-        wanted = str(answer.values.get("answer", "")).strip().lower()
-        for opt, label in zip(request.options, names, strict=True):
-            if label.strip().lower() == wanted:
-                return PermissionDecision(option_id=opt.option_id, policy=answer.by or "answers", reason="answered")
-        return None
+        """Answer one permission request through the broker (an "always"
+        remembered for the session, else the policy); never raises (except
+        trio's own cancellation of the caller), never waits past the bound."""
+        return await self.broker.decide(request)
 
     # -- services ------------------------------------------------------------------------
 

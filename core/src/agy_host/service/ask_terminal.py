@@ -14,16 +14,17 @@ from typing import Any
 
 from agy_host.contract.interactions import Answer, FormField, Question
 from agy_host.service.terminal import MAX_ATTEMPTS, Terminal, choose, open_terminal
+from agy_host.service.terminal_queue import asker
 
 _QUIT = {"q", "quit", "cancel"}
 
 
 async def ask_on_terminal(env: Mapping[str, str], question: Question) -> Answer:
     """Ask; raises :class:`~agy_host.service.terminal.NoTerminal` when there is none."""
-    async with open_terminal(env) as term:
-        who = question.origin or "the agent"
+    who = asker(question.session, question.origin)
+    async with open_terminal(env, who) as term:
         where = f" (tool {question.tool})" if question.tool else ""
-        await term.write(f"\nagy-host: {who} in session {question.session!r} asks{where}:\n  {question.message}\n")
+        await term.write(f"\nagy-host: {who} asks{where}:\n{term.waiting_note()}  {question.message}\n")
         if question.kind == "form":
             return await _form(term, question.fields)
         if question.kind == "url":

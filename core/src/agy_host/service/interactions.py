@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -32,6 +33,8 @@ import msgspec
 
 from agy_host.config import AnswerRule
 from agy_host.contract.interactions import Answer, FormField, Question, QuestionAsker
+from agy_host.contract.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
+from agy_host.service.remembered import RememberedAnswers
 
 
 def glob_match(patterns: str | list[str], value: str) -> bool:
@@ -149,7 +152,12 @@ def answer_from_rules(rules: Sequence[AnswerRule], question: Question) -> Answer
 
 
 class InteractionBroker:
-    """One command's questions: rules, then the program, then the terminal."""
+    """One host's questions and permission requests: one place that answers.
+
+    Questions: rules, then the program, then the terminal (:meth:`ask`).
+    Permission requests: an "always" answered earlier in the session, then
+    the permission policy, bounded and checked (:meth:`decide`). Both kinds
+    reach the person through the same terminal queue, one at a time."""
 
     def __init__(
         self,
@@ -157,10 +165,15 @@ class InteractionBroker:
         rules: Callable[[], Sequence[AnswerRule]],
         env: Mapping[str, str],
         callback: QuestionAsker | None = None,
+        policy: Callable[[], PermissionPolicy] | None = None,
+        bound_s: Callable[[], float] = lambda: math.inf,
     ) -> None:
         self._rules = rules
         self.env = env
         self.callback = callback
+        self._policy = policy
+        self._bound_s = bound_s
+        self.remembered = RememberedAnswers()
 
     async def ask(self, question: Question, *, terminal: bool = True) -> Answer:
         """Always an answer; ``cancel`` with ``unanswered`` when nobody gave one.
@@ -193,6 +206,81 @@ class InteractionBroker:
             return await ask_on_terminal(self.env, question)
         except NoTerminal as exc:
             return _nobody(f"no answer rule matched (see --answers) and {exc}")
+
+    async def decide(self, request: PermissionRequest) -> PermissionDecision:
+        """Answer one permission request; never raises (except trio's own
+        cancellation of the caller) and never waits past the bound.
+
+        Antigravity's questions (``interaction_`` requests) go to the answer
+        rules and the program first (:meth:`ask` without the terminal), then
+        to the policy, which asks the person (``ask``) or cancels: ``auto``
+        never answers a question."""
+        if request.is_question:
+            answered = await self._question_from_rules(request)
+            if answered is not None:
+                return answered
+        remembered = self.remembered.recall(request)
+        if remembered is not None:
+            return remembered
+        decision = await self._from_policy(request)
+        self.remembered.note(request, decision)
+        return decision
+
+    async def _from_policy(self, request: PermissionRequest) -> PermissionDecision:
+        import trio
+
+        from agy_host.engine.timers import minutes
+
+        if self._policy is None:
+            return PermissionDecision(option_id=None, policy="host", reason="no permission policy; cancelled")
+        policy = self._policy()
+        name = getattr(policy, "name", type(policy).__name__)
+        bound = self._bound_s()
+        try:
+            with trio.move_on_after(bound) as scope:
+                # typed as object: a third-party policy may return anything
+                decision: object = await policy.decide(request)
+        except Exception as exc:
+            return PermissionDecision(
+                option_id=None, policy=name, reason=f"policy {name!r} failed ({type(exc).__name__}: {exc}); cancelled"
+            )
+        if scope.cancelled_caught:
+            return PermissionDecision(
+                option_id=None, policy=name, reason=f"no answer within {minutes(bound)}; cancelled"
+            )
+        if not isinstance(decision, PermissionDecision):
+            return PermissionDecision(
+                option_id=None, policy=name, reason=f"policy {name!r} returned {type(decision).__name__}; cancelled"
+            )
+        offered = {opt.option_id for opt in request.options}
+        if decision.option_id is not None and decision.option_id not in offered:
+            return PermissionDecision(
+                option_id=None,
+                policy=name,
+                reason=f"policy {name!r} chose {decision.option_id!r}, which the agent did not offer; cancelled",
+            )
+        return decision
+
+    async def _question_from_rules(self, request: PermissionRequest) -> PermissionDecision | None:
+        names = [opt.name or opt.option_id for opt in request.options]
+        question = Question(
+            kind="choice",
+            session=request.session,
+            message=request.title,
+            call_id=request.call_id,
+            tool=request.tool_name,
+            choices=names,
+        )
+        answer = await self.ask(question, terminal=False)
+        if answer.unanswered:
+            return None  # the policy asks the person (``ask``), or cancels
+        if answer.action != "accept":
+            return PermissionDecision(option_id=None, policy=answer.by, reason=answer.reason or answer.action)
+        wanted = str(answer.values.get("answer", "")).strip().lower()
+        for opt, label in zip(request.options, names, strict=True):
+            if label.strip().lower() == wanted:
+                return PermissionDecision(option_id=opt.option_id, policy=answer.by or "answers", reason="answered")
+        return None
 
 
 def _nobody(why: str) -> Answer:

@@ -15,8 +15,10 @@ person. Three choices here keep that safe:
   passed) leaves no thread blocked in ``read()`` that would swallow the next
   line the user types. The shell's own descriptor keeps its blocking mode:
   the flag belongs to the description we opened, not to the terminal.
-* **One question at a time.** A lock per trio run (a ``RunVar``), so a
-  permission prompt and an ``ask_user`` question never interleave.
+* **One question at a time, in order.** Every prompt queues for the
+  terminal (:mod:`agy_host.service.terminal_queue`, one queue per process,
+  whatever trio run asks), so a permission prompt and an ``ask_user``
+  question never interleave, and each prompt says who else is waiting.
 
 trio is imported when a question is asked, not when the plugin registers:
 ``agy-host plugins``, ``doctor`` and ``--help`` load this module and never ask.
@@ -26,40 +28,17 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import trio
 
 TTY_ENV = "AGY_HOST_TTY"
 DEFAULT_TTY = "/dev/tty"
 #: Invalid answers tolerated before a question counts as unanswered.
 MAX_ATTEMPTS = 5
+#: How often a prompt waiting for the person looks whether another session queued behind it.
+QUEUE_POLL_S = 0.25
 #: A line longer than this is cut (a paste gone wrong must not grow memory).
 MAX_LINE = 64 * 1024
-
-
-@functools.cache
-def _lock_var() -> trio.lowlevel.RunVar[trio.Lock]:
-    """The per-run lock's variable, made on the first question."""
-    import trio
-
-    return trio.lowlevel.RunVar("agy_host_terminal_lock")
-
-
-def _question_lock() -> trio.Lock:
-    import trio
-
-    var = _lock_var()
-    try:
-        return var.get()
-    except LookupError:
-        lock = trio.Lock()
-        var.set(lock)
-        return lock
 
 
 class NoTerminal(Exception):
@@ -93,8 +72,38 @@ class Terminal:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self._buffer = b""
+        #: The prompt line last written (re-drawn after a "waiting" notice).
+        self._prompt = ""
+        #: How many askers waited behind this prompt when the person was last told.
+        self._told = 0
+
+    def waiting_note(self) -> str:
+        """A line naming the askers queued behind this prompt, or ``""``."""
+        from agy_host.service.terminal_queue import QUEUE, waiting_note
+
+        waiting = QUEUE.waiting()
+        self._told = len(waiting)
+        return waiting_note(waiting)
+
+    async def _wait_readable(self) -> None:
+        """Wait for a keystroke; meanwhile tell the person when another
+        session starts waiting for the terminal (it is blocked on them)."""
+        import trio
+
+        from agy_host.service.terminal_queue import QUEUE
+
+        while True:
+            with trio.move_on_after(QUEUE_POLL_S):
+                await trio.lowlevel.wait_readable(self.fd)
+                return
+            waiting = QUEUE.waiting()
+            if len(waiting) > self._told:
+                notes = "".join(f"\n  ({who} is waiting to ask too)" for who in waiting[self._told :])
+                await self.write(f"{notes}\n{self._prompt}")
+            self._told = len(waiting)
 
     async def write(self, text: str) -> None:
+        self._prompt = text.rpartition("\n")[2]
         data = text.encode("utf-8", "replace")
         while data:
             try:
@@ -114,9 +123,7 @@ class Terminal:
             try:
                 chunk = os.read(self.fd, 4096)
             except BlockingIOError:
-                import trio
-
-                await trio.lowlevel.wait_readable(self.fd)
+                await self._wait_readable()
                 continue
             except OSError as exc:
                 if exc.errno == errno.EINTR:
@@ -134,24 +141,28 @@ class Terminal:
 
 
 @contextlib.asynccontextmanager
-async def open_terminal(env: Mapping[str, str]) -> AsyncIterator[Terminal]:
-    """The terminal, held for one question (others wait their turn).
+async def open_terminal(env: Mapping[str, str], asker: str = "the agent") -> AsyncIterator[Terminal]:
+    """The terminal, held for one question (others wait their turn); ``asker``
+    names who asks, for the prompt that holds the terminal while this waits.
 
-    Raises :class:`NoTerminal` when there is none.
+    Raises :class:`NoTerminal` when there is none (before queueing: a command
+    without a terminal never waits behind one that has it).
     """
+    from agy_host.service.terminal_queue import QUEUE
+
     path = tty_path(env)
     if path is None:
         raise NoTerminal(f"asking is turned off (${TTY_ENV}=none)")
-    async with _question_lock():
-        try:
-            fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
-        except OSError as exc:
-            raise NoTerminal(f"no terminal to ask on ({path}: {exc.strerror or exc})") from exc
-        term = Terminal(fd)
-        try:
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise NoTerminal(f"no terminal to ask on ({path}: {exc.strerror or exc})") from exc
+    term = Terminal(fd)
+    try:
+        async with QUEUE.turn(asker):
             yield term
-        finally:
-            term.close()
+    finally:
+        term.close()
 
 
 async def choose(term: Terminal, choices: Sequence[str], *, prompt: str) -> int | None:

@@ -59,7 +59,14 @@ if TYPE_CHECKING:
 IN_USE_WAIT_S = 5.0
 IN_USE = "is already in use"
 ALLOW = PermissionOption(option_id="allow", name="Allow", kind="allow_once")
+#: The harness has no memory of its own for a dynamic decision: agy-host's
+#: broker remembers this one for the rest of the host session
+#: (:mod:`agy_host.service.remembered`).
+ALLOW_ALWAYS = PermissionOption(
+    option_id="allow_always", name="Allow for the rest of this session", kind="allow_always"
+)
 REJECT = PermissionOption(option_id="reject", name="Deny", kind="reject_once")
+OPTIONS = [ALLOW, ALLOW_ALWAYS, REJECT]
 
 
 class HarnessDriver:
@@ -233,7 +240,7 @@ class HarnessDriver:
             session=turn.request.session,
             call_id=args.call_id or ask.request_id,
             title=title,
-            options=[ALLOW, REJECT],
+            options=OPTIONS,
             tool_kind="execute" if args.tool_name == "run_command" else "edit",
             tool_name=args.tool_name,
             args=tool_args,
@@ -243,14 +250,14 @@ class HarnessDriver:
         turn.permissions_asked += 1
         bound = self.engine.ctx.config.turn.permission_timeout_seconds
         decision = await turn.decide_permission(self.engine.ctx.decide_permission, request, bound_s=bound)
-        allowed = decision.option_id == ALLOW.option_id
+        allowed = decision.option_id in (ALLOW.option_id, ALLOW_ALWAYS.option_id)
         if not allowed:
             turn.permissions_denied += 1
         turn.emit(
             PermissionActivity(
                 call_id=request.call_id,
                 title=title,
-                options=[ALLOW, REJECT],
+                options=OPTIONS,
                 selected=decision.option_id,
                 policy=decision.policy,
                 reason=decision.reason,

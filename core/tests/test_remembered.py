@@ -1,0 +1,107 @@
+"""'Always' answers remembered by the broker, per session and tool."""
+
+from __future__ import annotations
+
+from agy_host.contract.events import PermissionOption
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.service.interactions import InteractionBroker
+
+ONCE = PermissionOption(option_id="once", name="Allow", kind="allow_once")
+ALWAYS = PermissionOption(option_id="always", name="Always allow", kind="allow_always")
+NO = PermissionOption(option_id="no", name="Deny", kind="reject_once")
+NEVER = PermissionOption(option_id="never", name="Never", kind="reject_always")
+ALL = [ONCE, ALWAYS, NO, NEVER]
+
+
+def request(session: str = "a", tool: str = "run_command", title: str = "Run: ls", **kw: object) -> PermissionRequest:
+    return PermissionRequest(
+        session=session, call_id="c", title=title, options=kw.pop("options", ALL), tool_name=tool, **kw
+    )  # type: ignore[arg-type]
+
+
+class Scripted:
+    """A policy that answers from a list and counts how often it was asked."""
+
+    name = "scripted"
+
+    def __init__(self, *answers: str | None) -> None:
+        self.answers = list(answers)
+        self.asked: list[PermissionRequest] = []
+
+    async def decide(self, request: PermissionRequest) -> PermissionDecision:
+        self.asked.append(request)
+        return PermissionDecision(option_id=self.answers.pop(0), policy=self.name)
+
+
+def broker(policy: Scripted) -> InteractionBroker:
+    return InteractionBroker(rules=list, env={"AGY_HOST_TTY": "none"}, policy=lambda: policy)
+
+
+async def test_allow_always_is_remembered_for_the_session_and_tool() -> None:
+    policy = Scripted("always", "once")
+    b = broker(policy)
+    assert (await b.decide(request())).option_id == "always"
+    again = await b.decide(request(title="Run: make"))
+    assert again.option_id == "always" and again.policy == "remembered"
+    assert "'Always allow' was chosen for run_command earlier in session 'a'" in again.reason
+    assert len(policy.asked) == 1
+    # another session, another tool: asked as usual
+    assert (await b.decide(request(session="b"))).policy == "scripted"
+    assert len(policy.asked) == 2
+
+
+async def test_allow_once_is_not_remembered() -> None:
+    policy = Scripted("once", "no")
+    b = broker(policy)
+    await b.decide(request())
+    assert (await b.decide(request())).option_id == "no"
+    assert len(policy.asked) == 2
+
+
+async def test_reject_always_is_remembered_and_falls_back_to_a_reject_of_the_same_family() -> None:
+    policy = Scripted("never")
+    b = broker(policy)
+    await b.decide(request())
+    later = await b.decide(request(options=[ONCE, NO]))  # no reject_always offered this time
+    assert later.option_id == "no" and later.policy == "remembered"
+
+
+async def test_a_remembered_family_not_offered_asks_again() -> None:
+    policy = Scripted("always", "no")
+    b = broker(policy)
+    await b.decide(request())
+    assert (await b.decide(request(options=[NO]))).policy == "scripted"
+
+
+async def test_without_a_tool_name_the_title_must_match_too() -> None:
+    policy = Scripted("always", "no")
+    b = broker(policy)
+    await b.decide(request(tool="", title="git status", tool_kind="execute"))
+    assert (await b.decide(request(tool="", title="git status", tool_kind="execute"))).policy == "remembered"
+    assert (await b.decide(request(tool="", title="rm -rf /", tool_kind="execute"))).option_id == "no"
+
+
+async def test_questions_are_never_remembered() -> None:
+    policy = Scripted("always", "once")
+    b = broker(policy)
+    await b.decide(request(is_question=True))
+    assert (await b.decide(request(is_question=True))).policy == "scripted"
+    assert len(b.remembered) == 0
+
+
+async def test_a_choice_the_agent_did_not_offer_is_cancelled_and_not_remembered() -> None:
+    policy = Scripted("made-up", "once")
+    b = broker(policy)
+    first = await b.decide(request())
+    assert first.option_id is None and "did not offer" in first.reason
+    assert len(b.remembered) == 0
+
+
+def test_forget_drops_one_session_or_all() -> None:
+    b = broker(Scripted())
+    b.remembered.note(request(session="a"), PermissionDecision(option_id="always", policy="ask"))
+    b.remembered.note(request(session="b"), PermissionDecision(option_id="always", policy="ask"))
+    b.remembered.forget("a")
+    assert b.remembered.recall(request(session="a")) is None and b.remembered.recall(request(session="b"))
+    b.remembered.forget()
+    assert len(b.remembered) == 0
