@@ -19,6 +19,7 @@ from interop.provision import (
     provision_sdk,
     reports,
 )
+from interop.provision_gemini import GeminiCli, provision_gemini_cli
 
 from agy_host.testing.isolation import install_plugin
 
@@ -37,6 +38,14 @@ def fast_agent() -> FastAgent:
         return provision_fast_agent()
     except Unavailable as exc:
         pytest.skip(f"fast-agent-mcp unavailable: {exc}")
+
+
+@pytest.fixture(scope="session")
+def gemini_cli() -> GeminiCli:
+    try:
+        return provision_gemini_cli()
+    except Unavailable as exc:
+        pytest.skip(f"the Gemini CLI is unavailable: {exc}")
 
 
 @pytest.fixture

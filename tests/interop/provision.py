@@ -1,6 +1,7 @@
 """Provision real third-party ACP agents for the interop suite.
 
-Two agents nobody here wrote, installed from PyPI into private venvs under a
+Agents nobody here wrote (the Gemini CLI, from npm, is in
+:mod:`interop.provision_gemini`), installed from PyPI into private venvs under a
 cache folder (``$AGY_HOST_INTEROP_CACHE``, default ``<repo>/.cache/interop``):
 
 * the official ACP Python SDK (``agent-client-protocol`` 0.12.1): its example
@@ -43,7 +44,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -596,15 +597,25 @@ def provision_fast_agent(cache: Path | None = None) -> FastAgent:
 def main() -> int:
     print(f"interop cache: {cache_dir()}")
     status = 0
-    for name, fn in (("acp-sdk", provision_sdk), ("fast-agent", provision_fast_agent)):
+    if str(HERE.parent) not in sys.path:  # run as a script: the package's modules, one report list
+        sys.path.insert(0, str(HERE.parent))
+    from interop import provision
+    from interop.provision_gemini import provision_gemini_cli
+
+    provisioners: list[tuple[str, Callable[[], object]]] = [
+        ("acp-sdk", provision.provision_sdk),
+        ("fast-agent", provision.provision_fast_agent),
+        ("gemini-cli", provision_gemini_cli),
+    ]
+    for name, fn in provisioners:
         try:
             fn()
-        except Unavailable as exc:
+        except provision.Unavailable as exc:
             print(f"{name}: unavailable: {exc}")
-        except ProvisionError as exc:
+        except provision.ProvisionError as exc:
             print(f"{name}: FAILED: {exc}")
             status = 1
-    for r in reports():
+    for r in provision.reports():
         state = "cached" if r.cached else f"installed with {r.installer}"
         versions = ", ".join(f"{k} {v}" for k, v in sorted(r.versions.items()))
         print(f"{r.agent}: {state} in {r.seconds:.1f}s ({versions})")

@@ -25,68 +25,26 @@ ways validates against the vendored ACP schema.
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import signal
-import subprocess
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-from conformance.wire import TeeLog, read_tee_log, tee_argv, validate_tee_log
-from interop.provision import AgentLaunch, FastAgent
-from interop.rawacp import communicate_or_fail, kill_all, start_cli, wait_gone
+from conformance.wire import read_tee_log, validate_tee_log
+from interop.cli_runs import RUN_TIMEOUT
+from interop.cli_runs import argv_for as _argv
+from interop.cli_runs import finish as _finish
+from interop.cli_runs import no_leftovers as _no_leftovers
+from interop.provision import FastAgent
+from interop.rawacp import start_cli
 
 pytestmark = pytest.mark.interop
 
-#: A turn here takes seconds (fast-agent starts in about 4 s); this only
-#: keeps a hung CLI from hanging the suite.
-RUN_TIMEOUT = 60.0
-
 #: fast-agent's ``slow`` model sleeps this long before it answers.
 SLOW_MODEL_SLEEP = 3.0
-
-
-@dataclass
-class Run:
-    returncode: int
-    events: list[dict[str, Any]]
-    wire: TeeLog
-    context: str
-
-    def of_type(self, kind: str) -> list[dict[str, Any]]:
-        return [e for e in self.events if e.get("type") == kind]
-
-    @property
-    def text(self) -> str:
-        return "".join(str(e.get("delta", "")) for e in self.of_type("text"))
-
-
-def _argv(cli: Path, launch: AgentLaunch, log: Path, prompt: str, extra: list[str]) -> list[str]:
-    agent = shlex.join(tee_argv(log, launch.argv))
-    return [str(cli), "run", "--agent", agent, "--format", "json", *extra, prompt]
-
-
-def _finish(proc: subprocess.Popen[str], argv: list[str], launch: AgentLaunch, log: Path) -> Run:
-    out, err = communicate_or_fail(proc, argv, launch.marker, RUN_TIMEOUT)
-    wire = read_tee_log(log) if log.exists() else TeeLog()
-    context = (
-        f"$ {shlex.join(argv)}\nexit {proc.returncode}\n--- stdout ---\n{out[-5000:]}\n--- stderr ---\n{err[-3000:]}"
-        f"\n--- wire ---\n" + "\n".join(f"{w.sender}: {json.dumps(w.frame or w.raw)[:300]}" for w in wire.lines)
-    )
-    events = [json.loads(line) for line in out.splitlines() if line.strip()]
-    return Run(proc.returncode, events, wire, context)
-
-
-def _no_leftovers(launch: AgentLaunch, context: str) -> None:
-    left = wait_gone(launch.marker)
-    if left:
-        kill_all(launch.marker)
-    assert not left, f"agent processes left after agy-host exited: {left}\n{context}"
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,7 @@ def gemini_position(body: dict[str, Any]) -> tuple[str, int, int]:
 
 
 _FENCED_JSON = re.compile(r"```json\s*(.*?)\s*```", re.S)
-_DENIED = re.compile(r"denied|rejected|not allowed|refused", re.I)
+_DENIED = re.compile(r"denied|rejected|not allowed|refused|cancell?ed by the user", re.I)
 
 
 def tool_output(raw: str) -> str:

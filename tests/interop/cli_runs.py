@@ -1,0 +1,60 @@
+"""One ``agy-host run --format json`` against a real agent, with the wire
+teed: the run's events, what crossed the wire both ways, and a context
+string for assertion messages. Shared by the interop tests."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.wire import TeeLog, read_tee_log, tee_argv
+from interop.provision import AgentLaunch
+from interop.rawacp import communicate_or_fail, kill_all, wait_gone
+
+#: A turn here takes seconds; this only keeps a hung CLI from hanging the suite.
+RUN_TIMEOUT = 60.0
+
+
+@dataclass
+class Run:
+    returncode: int
+    events: list[dict[str, Any]]
+    wire: TeeLog
+    context: str
+
+    def of_type(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == kind]
+
+    @property
+    def text(self) -> str:
+        return "".join(str(e.get("delta", "")) for e in self.of_type("text"))
+
+
+def argv_for(cli: Path, launch: AgentLaunch, log: Path, prompt: str, extra: list[str]) -> list[str]:
+    agent = shlex.join(tee_argv(log, launch.argv))
+    return [str(cli), "run", "--agent", agent, "--format", "json", *extra, prompt]
+
+
+def finish(proc: subprocess.Popen[str], argv: list[str], launch: AgentLaunch, log: Path) -> Run:
+    out, err = communicate_or_fail(proc, argv, launch.marker, RUN_TIMEOUT)
+    wire = read_tee_log(log) if log.exists() else TeeLog()
+    context = (
+        f"$ {shlex.join(argv)}\nexit {proc.returncode}\n--- stdout ---\n{out[-5000:]}\n--- stderr ---\n{err[-3000:]}"
+        f"\n--- wire ---\n" + "\n".join(f"{w.sender}: {json.dumps(w.frame or w.raw)[:300]}" for w in wire.lines)
+    )
+    events = [json.loads(line) for line in out.splitlines() if line.strip()]
+    return Run(proc.returncode, events, wire, context)
+
+
+def no_leftovers(launch: AgentLaunch, context: str) -> None:
+    left = wait_gone(launch.marker)
+    if left:
+        kill_all(launch.marker)
+    assert not left, f"agent processes left after agy-host exited: {left}\n{context}"
+
+
+__all__ = ["RUN_TIMEOUT", "Run", "argv_for", "finish", "no_leftovers"]
