@@ -77,3 +77,35 @@ async def test_the_python_api_takes_the_same_budgets(tmp_path: Path) -> None:
     assert result.exit_code == 6 and result.error_kind == "budget"
     with pytest.raises(agy_host.UsageError, match="max_tokens must be >= 0"):
         agy_host.open_session(agent=agent.command_line, env=env, max_tokens=-1)
+
+
+def costs(*totals: float) -> dict[str, Any]:
+    """An agent whose prompts end with the session's cost at ``totals``
+    (ACP's ``usage_update.cost`` is the session's cumulative cost)."""
+    return {
+        "prompts": [
+            [
+                {"chunk": f"turn {i}"},
+                {"usage": {"used": 100 * i, "size": 1000, "cost": {"amount": t, "currency": "USD"}}},
+            ]
+            for i, t in enumerate(totals, 1)
+        ]
+    }
+
+
+async def test_a_sessions_cumulative_cost_is_not_charged_to_each_turn(tmp_path: Path) -> None:
+    """Turn 2 spent 0.15 of the session's 0.30: under a 0.2 budget it
+    passes, and its usage says 0.15 with 0.30 as the running total."""
+    import agy_host
+
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
+    agent = fake_acp_agent_command(costs(0.15, 0.30, 0.70), workdir=tmp_path / "agents")
+    async with agy_host.open_session(agent=agent.command_line, env=env, cwd=tmp_path, max_cost=0.2) as s:
+        first = await s.prompt("one").wait()
+        second = await s.prompt("two").wait()
+        third = await s.prompt("three").wait()
+    assert first.exit_code == 0 and second.exit_code == 0, (first, second)
+    assert first.usage is not None and first.usage.cost_amount == pytest.approx(0.15)
+    assert second.usage is not None and second.usage.cost_amount == pytest.approx(0.15)
+    assert second.usage.context_used == 200
+    assert third.exit_code == 6 and third.error and "cost of 0.4 USD, over --max-cost 0.2" in third.error

@@ -21,7 +21,16 @@ from agy_host.contract import events
 from agy_host.contract.rendering import RenderOptions
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "json-events.md"
-DONE_FIELDS = {"stop_reason", "exit_code", "session", "conversation_id", "usage", "duration_s", "error"}
+DONE_FIELDS = {
+    "stop_reason",
+    "exit_code",
+    "session",
+    "conversation_id",
+    "usage",
+    "cumulative_usage",
+    "duration_s",
+    "error",
+}
 
 
 def documented() -> dict[str, set[str]]:

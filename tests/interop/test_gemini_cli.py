@@ -119,6 +119,21 @@ def test_the_policy_answers_the_gemini_cli_and_it_acts_on_the_answer(case: str, 
     rig.close(ctx)
 
 
+def test_the_gemini_cli_usage_is_the_turns_own(rig: Rig) -> None:
+    """The Gemini CLI reports a prompt's tokens in ``_meta.quota`` of the
+    prompt response (no ``usage_update``): they are the turn's, each turn
+    its own, and no context window or cost is made up."""
+    rig.serve([{"text": "one"}, {"usage": {"input": 120, "output": 7}}])
+    run = rig.run("count")
+    ctx = run.context
+    usage = run.events[-1]["usage"]
+    assert (usage["input_tokens"], usage["output_tokens"]) == (120, 7), ctx
+    assert "cost_amount" not in usage and "context_size" not in usage, ctx
+    [reply] = [w.frame for w in run.wire.lines if w.sender == "agent" and w.frame and "stopReason" in str(w.frame)]
+    assert reply is not None and "quota" in str(reply.get("result", {}).get("_meta", {})), ctx
+    rig.close(ctx)
+
+
 def test_allow_for_this_session_is_chosen_once_at_the_terminal(rig: Rig) -> None:
     """The person picks the Gemini CLI's "Allow for this session" once; the
     second shell command of the turn runs without a second prompt (remembered

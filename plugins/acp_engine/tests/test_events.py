@@ -158,7 +158,12 @@ def test_usage_commands_unknown_and_garbage() -> None:
         )
     )
     assert isinstance(usage, UsageActivity)
-    assert (usage.turn.context_used, usage.turn.context_size, usage.turn.cost_amount) == (22913, 1000000, 0.13)
+    # the session's total cost: the turn's share is unknown without the total at the turn's start
+    assert (usage.turn.context_used, usage.turn.context_size, usage.turn.cost_amount) == (22913, 1000000, None)
+    assert usage.cumulative is not None and (usage.cumulative.cost_amount, usage.cumulative.context_used) == (
+        0.13,
+        22913,
+    )
     cmds = m.map(upd({"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "plan"}]}))
     assert cmds == CommandsActivity(commands=["plan"])
     assert m.map(upd({"sessionUpdate": "plan", "entries": []})) is None
@@ -167,6 +172,25 @@ def test_usage_commands_unknown_and_garbage() -> None:
     _, garbage, _ = s.decode_session_update(b"[1,2]")
     assert m.map(garbage) is None
     assert m.ignored["something_new_2027"] == 1
+
+
+def test_usage_update_cost_is_the_sessions_total_and_the_turn_gets_the_difference() -> None:
+    """ACP v1: ``UsageUpdate.cost`` is "Cumulative session cost". A second
+    turn that spent 0.15 of a 0.30 total reports 0.15, never 0.30."""
+    m = UpdateMapper()
+    m.cost_before = 0.15
+    first = m.map(
+        upd({"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": {"amount": 0.2, "currency": "USD"}})
+    )
+    last = m.map(
+        upd({"sessionUpdate": "usage_update", "used": 20, "size": 100, "cost": {"amount": 0.3, "currency": "USD"}})
+    )
+    assert isinstance(first, UsageActivity) and isinstance(last, UsageActivity)
+    assert first.turn.cost_amount == pytest.approx(0.05) and last.turn.cost_amount == pytest.approx(0.15)
+    assert last.turn.cost_currency == "USD" and last.cumulative is not None and last.cumulative.cost_amount == 0.3
+    assert m.cost_total == 0.3
+    no_cost = m.map(upd({"sessionUpdate": "usage_update", "used": 30, "size": 100}))
+    assert isinstance(no_cost, UsageActivity) and no_cost.turn.cost_amount is None and no_cost.turn.context_used == 30
 
 
 @pytest.mark.parametrize(

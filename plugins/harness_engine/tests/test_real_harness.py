@@ -75,6 +75,23 @@ def test_usage_absent_is_reported_as_absent(hhome: HarnessHome) -> None:
     assert end.get("usage") is None, end
 
 
+def test_a_token_budget_stops_the_turn_mid_way(hhome: HarnessHome) -> None:
+    """The harness's usage is reported as it changes, so ``--max-tokens``
+    stops a tool loop after the model call that crossed it, not at its end."""
+    step = [
+        {"call": {"name": "list_dir", "args": {"DirectoryPath": str(hhome.cwd)}}},
+        {"usage": {"input": 400, "output": 20}},
+    ]
+    model = hhome.serve(one_turn(step, step, step, step, [{"text": "finished"}]))
+    run = hhome.turn("t2b", "loop", "--max-tokens", "1000")
+    assert run.returncode == 6, run
+    assert run.end["error_kind"] == "budget" and "over --max-tokens 1,000" in run.end["error"], run
+    assert len(model.requests()) < 5, "the turn ran to its end: the budget was only checked there"
+    reports = run.of("usage")
+    assert len(reports) >= 2 and reports[0]["cumulative"]["total_tokens"] == 420, run
+    assert run.of("done")[0]["cumulative_usage"]["total_tokens"] >= 840, run
+
+
 def test_harness_side_tools_become_cards_with_kind_output_and_diff(hhome: HarnessHome) -> None:
     target = str(hhome.cwd / "notes.txt")
     hhome.serve(

@@ -64,8 +64,15 @@ def notices(acts: list[Activity]) -> list[str]:
     return [a.message for a in acts if isinstance(a, NoticeActivity)]
 
 
-def usages(acts: list[Activity]) -> list[UsageActivity]:
+def all_usages(acts: list[Activity]) -> list[UsageActivity]:
+    """Every usage report of a turn: the running step sums, then agy's account."""
     return [a for a in acts if isinstance(a, UsageActivity)]
+
+
+def usages(acts: list[Activity]) -> list[UsageActivity]:
+    """The turn's last usage report (the one that stands), as a list: empty
+    when the turn reported none."""
+    return all_usages(acts)[-1:]
 
 
 def flag(argv: list[str], name: str) -> str | None:

@@ -26,7 +26,7 @@ from agy_host.testing.replay.recordings import AgentFrame, ClientFrame, read_rec
 from agy_host_stream_json.config import BinaryChoice
 from agy_host_stream_json.engine import StreamJsonEngine
 
-from ._support import flag, make_engine, notices, of_type, req, usages
+from ._support import all_usages, flag, make_engine, notices, of_type, req, usages
 
 RECORDED = Path(__file__).resolve().parents[3] / "tests" / "fixtures" / "recorded"
 ANY = "anyagent-rs-antigravity"
@@ -129,6 +129,11 @@ async def test_cli_03_tool_ask_failures_and_a_denial(tmp_path: Path) -> None:
     out = outcome_of(acts)
     assert (out.status, out.response) == ("ok", "")  # agy's own verdict: SUCCESS, nothing said
     assert usages(acts)[0].turn.total_tokens == results(f"{ANY}/cli-03-tool-ask.jsonl")[0]["usage"]["total_tokens"]
+    # each step's usage is reported as it arrives (a budget can stop the turn mid-way), as a running
+    # sum that only grows; agy's result, last, is the account that stands
+    running = [u.turn.total_tokens or 0 for u in all_usages(acts)[:-1]]
+    assert len(running) >= 2 and running == sorted(running) and running[0] > 0
+    assert all(u.cumulative is None for u in all_usages(acts)[:-1]) and usages(acts)[0].cumulative is not None
 
 
 async def test_cli_04_tool_skip_permissions(tmp_path: Path) -> None:

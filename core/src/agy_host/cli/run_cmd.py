@@ -207,6 +207,7 @@ def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: s
         "session": opts.session,
         "conversation_id": result.conversation_id if result else None,
         "usage": result.usage if result else None,
+        "cumulative_usage": result.cumulative_usage if result else None,
         "duration_s": result.duration_s if result else None,
         "error": (result.error if result else error) or None,
     }

@@ -44,6 +44,8 @@ class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     error: str = ""
     error_kind: ErrorKind | None = None
     usage: UsageCounts | None = None
+    #: The conversation's running totals (and context window), when the agent reports them.
+    cumulative_usage: UsageCounts | None = None
     #: Set when ``stop_reason == "tool_use"``: the host tool to run.
     tool_use: ToolUseRequested | None = None
     permission_requests: int = 0

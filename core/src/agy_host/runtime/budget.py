@@ -2,9 +2,12 @@
 
 An unattended run must not spend without a bound. The turn layer checks the
 budget each time the agent reports usage: a crossing mid-turn aborts the
-turn at once (ACP ``usage_update`` costs, the harness's usage updates); one
-only known at the end (a prompt response's or agy's result usage) still
-marks the turn. Either way the turn ends as an error of kind ``budget`` and
+turn at once (ACP ``usage_update`` costs, the harness's usage updates, agy's
+step usages); one only known at the end (an ACP prompt response's tokens)
+still marks the turn. The numbers checked are the *turn's*: an engine whose
+agent reports running totals (ACP's session cost, the harness's counters)
+reports the turn's difference, so a long chat is not stopped for what
+earlier turns spent. Either way the turn ends as an error of kind ``budget`` and
 the command exits 6, with what was used and the limit. An agent that reports
 nothing measurable gets a notice: the limit could not be enforced, and
 nobody should believe it was.

@@ -114,7 +114,8 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
             )
         case UsageActivity():
             turn.usage = merge_usage(turn.usage, activity.turn)
-            turn.cumulative = activity.cumulative
+            if activity.cumulative is not None:  # a report of the turn alone keeps the running totals
+                turn.cumulative = merge_usage(turn.cumulative, activity.cumulative)
             emit(UsageReport(turn=activity.turn, cumulative=activity.cumulative))
         case PermissionActivity():
             turn.permission_requests += 1

@@ -523,6 +523,7 @@ class TurnLayer:
             error=error,
             error_kind=outcome.error_kind,
             usage=turn.usage,
+            cumulative_usage=turn.cumulative,
             permission_requests=turn.permission_requests,
             permissions_refused=turn.permissions_refused,
         )

@@ -124,6 +124,9 @@ class AcpConnection:
         self.applied: dict[tuple[str, str], str] = {}
         #: Session titles the agent set (``session_info_update``).
         self.titles: dict[str, str] = {}
+        #: Each session's cost so far (``usage_update.cost`` is the session's total):
+        #: 0 for a session made here, the last total seen after each turn.
+        self.costs: dict[str, float] = {}
         #: The session/new or session/load result of each session (config options, models, modes).
         self.setups: dict[str, s.SessionSetup] = {}
         self._loading: set[str] = set()

@@ -378,6 +378,9 @@ class AcpDriver:
             self.stats["created"] += 1
             turn.session_id = setup.session_id
         assert turn.session_id is not None
+        if turn.session_id not in conn.costs and not sid:
+            conn.costs[turn.session_id] = 0.0  # made here: nothing spent before
+        turn.mapper.cost_before = conn.costs.get(turn.session_id)
         self.last_session = turn.session_id
         conn.attach(turn.session_id, turn)
 
@@ -398,6 +401,8 @@ class AcpDriver:
             self.lifecycle.add("config-options-updated", sessionId=sid, count=len(options))
         if turn.mapper.title:
             conn.titles[sid] = turn.mapper.title
+        if turn.mapper.cost_total is not None:
+            conn.costs[sid] = turn.mapper.cost_total
 
     def _roots(self, conn: AcpConnection, turn: Turn) -> list[str]:
         """``--add-dir`` roots, when the agent takes them (``sessionCapabilities.additionalDirectories``);

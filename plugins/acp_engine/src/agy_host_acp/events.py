@@ -127,10 +127,34 @@ class UpdateMapper:
         self.config_options: list[s.ConfigOption] | None = None
         #: The session's title as the agent last set it (``session_info_update``).
         self.title: str | None = None
+        #: The session's cost when the turn began (``None``: not known, e.g. a
+        #: session loaded after a restart), and the latest total reported.
+        self.cost_before: float | None = None
+        self.cost_total: float | None = None
 
     @property
     def response(self) -> str:
         return self.guard.text
+
+    def _usage(self, update: s.UsageUpdate) -> UsageActivity:
+        """ACP's ``usage_update``: the context window now (``used``/``size``)
+        and the session's *cumulative* cost. The turn's cost is the difference
+        from the total when the turn began; unknown (``None``) when that total
+        is (a session loaded after a restart), never the session's total."""
+        total = update.cost.amount if update.cost else None
+        currency = update.cost.currency if update.cost else None
+        turn_cost = None
+        if total is not None:
+            self.cost_total = total
+            if self.cost_before is not None:
+                turn_cost = max(0.0, total - self.cost_before)
+        context = {"context_used": update.used, "context_size": update.size}
+        return UsageActivity(
+            turn=UsageCounts(
+                **context, cost_amount=turn_cost, cost_currency=currency if turn_cost is not None else None
+            ),
+            cumulative=UsageCounts(**context, cost_amount=total, cost_currency=currency),
+        )
 
     def mark_denied(self, call_id: str) -> None:
         """The permission policy rejected this call: its end reads as denied."""
@@ -152,13 +176,7 @@ class UpdateMapper:
         if isinstance(update, s.ToolCallUpdate):
             return self._tool_update(update)
         if isinstance(update, s.UsageUpdate):
-            turn = UsageCounts(
-                context_used=update.used,
-                context_size=update.size,
-                cost_amount=update.cost.amount if update.cost else None,
-                cost_currency=update.cost.currency if update.cost else None,
-            )
-            return UsageActivity(turn=turn)
+            return self._usage(update)
         if isinstance(update, s.AvailableCommandsUpdate):
             return CommandsActivity(commands=[c.name for c in update.available_commands])
         if isinstance(update, s.NoticeUpdate):

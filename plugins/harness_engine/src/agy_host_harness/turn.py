@@ -32,6 +32,8 @@ class HarnessTurn(EngineTurn):
         self.socket_closed = ""
         self.usage_start: wire.Usage | None = None
         self.usage_now: wire.Usage | None = None
+        #: The counters last reported (each change is reported once).
+        self.usage_sent: wire.Usage | None = None
         self.wire_notices = 0
         self.permissions_asked = 0
         #: ``(trajectory, step)`` of the questions already handed to the broker.
@@ -57,6 +59,8 @@ class HarnessTurn(EngineTurn):
         self.timers.touch()
         if event.usage_update is not None and event.usage_update.total is not None:
             self.usage_now = event.usage_update.total
+            if self.sent:  # reported as it changes: a budget can stop the turn mid-way
+                self.emit_usage()
         if (step := event.step_update) is not None:
             self.mapper.step(step)
         elif (state := event.trajectory_state_update) is not None:
@@ -84,8 +88,9 @@ class HarnessTurn(EngineTurn):
         """The turn's usage (the difference of the harness's cumulative
         counters) and the conversation's, when the model reported any."""
         now = self.usage_now
-        if now is None or now == self.usage_start:
+        if now is None or now in (self.usage_start, self.usage_sent):
             return
+        self.usage_sent = now
         self.emit(UsageActivity(turn=counts(now, self.usage_start), cumulative=counts(now, None)))
 
 

@@ -40,10 +40,11 @@ from agy_host.contract.events import (
     ToolDoneActivity,
     ToolErrorActivity,
     ToolStartActivity,
+    UsageActivity,
 )
 from agy_host.engine.textguard import CumulativeGuard
-from agy_host_stream_json.usage import UsageSum
-from agy_host_stream_json.wire import DeniedAction, Step
+from agy_host_stream_json.usage import UsageSum, context_used
+from agy_host_stream_json.wire import DeniedAction, Step, Usage
 
 Emit = Callable[[Activity], None]
 
@@ -177,6 +178,16 @@ class StepMapper:
         """Everything streamed so far (joined on demand, not per chunk)."""
         return "".join(guard.text for guard in self._texts.values())
 
+    def _step_usage(self, usage: Usage) -> None:
+        """A step's usage, added to the turn's running sum and reported at
+        once: ``--max-tokens`` can then stop a long turn mid-way. The result's
+        usage, when it comes, replaces the sum (it is agy's own account)."""
+        self.usage.add(usage)
+        counts = self.usage.counts()
+        if counts is not None:
+            counts.context_used = context_used(self.usage.last)
+            self._emit(UsageActivity(turn=counts))
+
     def add_final(self, text: str) -> None:
         """A result's text that never streamed becomes the response."""
         self._texts.setdefault("result", CumulativeGuard()).feed(text)
@@ -185,7 +196,7 @@ class StepMapper:
         kind = step.step_type
         self.seen[kind] = self.seen.get(kind, 0) + 1
         if step.usage is not None:
-            self.usage.add(step.usage)
+            self._step_usage(step.usage)
         if kind == "agent_response":
             self._response(step)
         elif kind in ("tool", "subagent"):
