@@ -124,3 +124,50 @@ def test_engine_switch_keeps_each_engines_conversation(
     acp_sessions = [p["params"]["sessionId"] for p in agent.requests("session/prompt")]
     assert len(acp_sessions) == 2 and len(set(acp_sessions)) == 1, "back on ACP, the same conversation"
     assert [m["message"]["content"] for m in agy.received() if m.get("event") == "user"] == ["on cli"]
+
+
+ALWAYS_ASKING = {
+    "prompt": [
+        {
+            "permission": {
+                "options": [
+                    {"optionId": "always", "name": "Always allow", "kind": "allow_always"},
+                    {"optionId": "once", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "no", "name": "Reject", "kind": "reject_once"},
+                ],
+                "branches": {"allow": [{"chunk": "RAN"}], "reject": [{"chunk": "REFUSED"}], "*": [{"chunk": "NONE"}]},
+            }
+        },
+        {"stop": "end_turn"},
+    ]
+}
+
+
+def test_always_is_remembered_for_the_session_and_forgotten_on_request(
+    env: dict[str, str], tmp_path: Path, fake_acp_agent: Callable[..., Any]
+) -> None:
+    """The person picks "Always allow" once: the next turn's request is
+    answered without asking; ``/always`` shows it, ``/always forget`` drops
+    it and the request after that is asked again (here: refused)."""
+    from agy_host.testing.terminal import Pty
+
+    agent = fake_acp_agent(ALWAYS_ASKING)
+    script = ["one", "two", "/always", "/always forget", "/always", "three", "/exit"]
+    with Pty() as tty:
+        tty.type("1\n3\n")  # always allow; later, reject
+        proc = chat(
+            env | {"AGY_HOST_TTY": tty.path},
+            tmp_path,
+            script,
+            *("--engine", "acp", "--agent", agent.command_line, "--session", "s", "--permissions", "ask"),
+        )
+        screen = tty.screen()
+    out = proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert screen.count("asks for permission") == 2, screen
+    answers = [m["result"]["outcome"].get("optionId") for m in agent.received() if "outcome" in str(m.get("result"))]
+    assert answers == ["always", "always", "no"], out
+    assert ": allow ('Always allow')" in out, out
+    assert "forgot 1 remembered answer(s) of session s" in out
+    assert "nothing remembered for session s" in out
+    assert out.count("RAN") == 2 and "REFUSED" in out

@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from agy_host.builtins.permission_ask import AskPolicy, render_diff
+from agy_host.builtins.permission_ask import AskPolicy, render_diff, render_request
 from agy_host.config import Config
 from agy_host.contract.events import FileDiff, PermissionOption
 from agy_host.contract.permissions import PermissionRequest
@@ -148,3 +148,11 @@ def test_render_diff_caps_long_edits() -> None:
     lines = render_diff(FileDiff(path="/w/big.txt", new_text=new), limit=100)
     assert lines[0] == "--- /w/big.txt (new file)"
     assert len(lines) == 102 and lines[-1].startswith("… ")
+
+
+def test_a_sub_agents_request_says_who_asks() -> None:
+    shown = render_request(
+        edit_request(origin="subagent 3f2c9a10"), waiting="  (1 more question waiting: session 'b')\n"
+    )
+    assert "agy-host: session 's', subagent 3f2c9a10 asks for permission" in shown
+    assert "(1 more question waiting: session 'b')" in shown

@@ -81,6 +81,16 @@ async def test_without_a_tool_name_the_title_must_match_too() -> None:
     assert (await b.decide(request(tool="", title="rm -rf /", tool_kind="execute"))).option_id == "no"
 
 
+async def test_a_name_that_is_only_the_kind_again_is_no_name() -> None:
+    """ACP engines fall back to the kind for a tool the agent did not name
+    (the Gemini CLI's shell requests): "always" stays with the one command."""
+    policy = Scripted("always", "no")
+    b = broker(policy)
+    await b.decide(request(tool="execute", title="git status", tool_kind="execute"))
+    assert (await b.decide(request(tool="execute", title="git status", tool_kind="execute"))).policy == "remembered"
+    assert (await b.decide(request(tool="execute", title="rm -rf /", tool_kind="execute"))).option_id == "no"
+
+
 async def test_questions_are_never_remembered() -> None:
     policy = Scripted("always", "once")
     b = broker(policy)

@@ -205,7 +205,7 @@ def test_dynamic_policy_asks_the_host_and_its_answer_is_kept(hhome: HarnessHome)
 
 def test_allow_for_the_session_is_asked_once_and_remembered(hhome: HarnessHome) -> None:
     """The harness keeps no memory of a dynamic decision: agy-host's broker
-    does. The person answers "Allow for the rest of this session" once; the
+    does. The person answers "Allow run_command for the rest of this session" once; the
     second ``run_command`` of the session is allowed without asking."""
     hhome.configure(permissions={"policy": "ask"}, turn={"permission_timeout_seconds": 20})
 
@@ -225,7 +225,10 @@ def test_allow_for_the_session_is_asked_once_and_remembered(hhome: HarnessHome) 
     assert second["selected"] == "allow_always" and second["policy"] == "remembered", run
     assert "earlier in session 't6b'" in second["reason"], second
     assert screen.count("asks for permission") == 1, screen
-    assert "2) Allow for the rest of this session  [allow_always]  (remembered for this session)" in screen, screen
+    assert "session 't6b' asks for permission" in screen, "the main agent's call is not a sub-agent's"
+    assert (
+        "2) Allow run_command for the rest of this session  [allow_always]  (remembered for this session)" in screen
+    ), screen
 
 
 def test_resume_after_restart_continues_the_same_conversation(hhome: HarnessHome) -> None:

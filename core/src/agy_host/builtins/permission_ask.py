@@ -77,7 +77,7 @@ class AskPolicy:
 
     async def decide(self, request: PermissionRequest) -> PermissionDecision:
         try:
-            async with open_terminal(self.env, asker(request.session)) as term:
+            async with open_terminal(self.env, asker(request.session, request.origin)) as term:
                 return await self._ask(term, request)
         except NoTerminal as exc:
             return self.without_terminal(request, str(exc))
@@ -118,7 +118,7 @@ class AskPolicy:
 def render_request(request: PermissionRequest, waiting: str = "") -> str:
     """What the person sees before choosing: who asks (the session) and
     ``waiting``, the note of who else is queued for the terminal."""
-    who = asker(request.session)
+    who = asker(request.session, request.origin)
     lines: list[str] = [""]
     if request.is_question:
         lines.append(f"agy-host: {who} asks you a question")

@@ -197,6 +197,25 @@ async def _sessions(chat: Chat, rest: str) -> None:
         chat.say(f"  {mark} {info.name}  {engines}  {info.turns} turn(s)  {info.last_used or '-'}")
 
 
+@command("/always", "[forget]")
+async def _always(chat: Chat, rest: str) -> None:
+    """Show the "always" answers remembered for this session, or forget them."""
+    remembered = chat.host.broker.remembered
+    if rest.lower() in {"forget", "clear", "reset"}:
+        count = len(remembered.of_session(chat.session))
+        remembered.forget(chat.session)
+        chat.say(f"forgot {count} remembered answer(s) of session {chat.session}: the agent's requests are asked again")
+        return
+    if rest:
+        chat.say("usage: /always [forget]", "yellow")
+        return
+    found = remembered.of_session(chat.session)
+    if not found:
+        chat.say(f"nothing remembered for session {chat.session} (pick an agent's 'always' option to remember one)")
+    for tool, answer in found:
+        chat.say(f"  {tool}: {answer.family} ({answer.chosen!r})")
+
+
 @command("/doctor")
 async def _doctor(chat: Chat, rest: str) -> None:
     """Engine, agent, live driver state, session id, stats, lifecycle (no tokens)."""

@@ -38,6 +38,9 @@ class PermissionRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     is_question: bool = False
     #: The engine's skip-permissions setting for this turn.
     skip_permissions: bool = False
+    #: Who asks within the session, when the agent says (``subagent 3f2c…``):
+    #: shown to the person, so a sub-agent's prompt is not taken for the main one.
+    origin: str = ""
 
 
 class PermissionDecision(msgspec.Struct, kw_only=True, omit_defaults=True):

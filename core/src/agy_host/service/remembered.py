@@ -9,9 +9,10 @@ answered with the same kind of option, without asking, and the permission
 card says so (policy ``remembered``).
 
 What "the same tool" means is deliberately narrow. A request that names its
-tool (``run_command``, ``write_file``) is keyed by that name; one that does
-not (an ACP agent that sends only a kind and a title) is keyed by kind *and*
-title, so "always" for ``git status`` never allows ``rm -rf``. Questions
+tool (``run_command``, an MCP tool) is keyed by that name; one that does not
+(an ACP agent that sends only a kind and a title, like the Gemini CLI's
+shell requests) is keyed by kind *and* title, so "always" for ``git status``
+never allows ``rm -rf``. Questions
 (``interaction_`` requests) are never remembered: each is asked anew. The
 memory lives as long as the host: one command, one ``chat``, one Python
 ``Session``; nothing is written to disk.
@@ -35,10 +36,18 @@ class Remembered:
     chosen: str
 
 
+#: Names an engine gives a tool it could not name (ACP falls back to the kind).
+_UNNAMED = {"", "tool", "other", "question"}
+
+
 def tool_key(request: PermissionRequest) -> str:
-    """What a remembered answer covers within its session (see the module doc)."""
-    if request.tool_name:
-        return request.tool_name
+    """What a remembered answer covers within its session (see the module doc).
+    A name that is only the kind again (an ACP agent that sent a kind and a
+    title) does not count as a name: "always" for one ``execute`` request
+    must not cover every command."""
+    name = request.tool_name
+    if name and name not in _UNNAMED and name != request.tool_kind:
+        return name
     return f"{request.tool_kind}: {request.title}"
 
 
@@ -81,6 +90,10 @@ class RememberedAnswers:
             return False
         self._answers[(request.session, tool_key(request))] = Remembered(family, option.name or option.option_id)
         return True
+
+    def of_session(self, session: str) -> list[tuple[str, Remembered]]:
+        """The session's remembered answers, by tool, oldest first."""
+        return [(tool, found) for (name, tool), found in self._answers.items() if name == session]
 
     def forget(self, session: str | None = None) -> None:
         """Drop every remembered answer, or those of one session."""

@@ -60,13 +60,18 @@ IN_USE_WAIT_S = 5.0
 IN_USE = "is already in use"
 ALLOW = PermissionOption(option_id="allow", name="Allow", kind="allow_once")
 #: The harness has no memory of its own for a dynamic decision: agy-host's
-#: broker remembers this one for the rest of the host session
-#: (:mod:`agy_host.service.remembered`).
-ALLOW_ALWAYS = PermissionOption(
-    option_id="allow_always", name="Allow for the rest of this session", kind="allow_always"
-)
+#: broker remembers this one for the tool, for the rest of the host session
+#: (:mod:`agy_host.service.remembered`); its name says which tool.
+ALLOW_ALWAYS = "allow_always"
 REJECT = PermissionOption(option_id="reject", name="Deny", kind="reject_once")
-OPTIONS = [ALLOW, ALLOW_ALWAYS, REJECT]
+
+
+def options_for(tool: str) -> list[PermissionOption]:
+    """What the person is offered for a dynamic decision about ``tool``."""
+    always = PermissionOption(
+        option_id=ALLOW_ALWAYS, name=f"Allow {tool or 'this tool'} for the rest of this session", kind="allow_always"
+    )
+    return [ALLOW, always, REJECT]
 
 
 class HarnessDriver:
@@ -236,28 +241,30 @@ class HarnessDriver:
             parsed = {"arguments": args.arguments_json}
         tool_args = parsed if isinstance(parsed, dict) else {"arguments": parsed}
         title = _permission_title(args.tool_name, tool_args)
+        options = options_for(args.tool_name)
         request = PermissionRequest(
             session=turn.request.session,
             call_id=args.call_id or ask.request_id,
             title=title,
-            options=OPTIONS,
+            options=options,
             tool_kind="execute" if args.tool_name == "run_command" else "edit",
             tool_name=args.tool_name,
             args=tool_args,
             skip_permissions=turn.request.skip_permissions,
+            origin="" if args.trajectory_id in ("", turn.mapper.main) else f"subagent {args.trajectory_id[:8]}",
         )
         self.stats["permissions"] += 1
         turn.permissions_asked += 1
         bound = self.engine.ctx.config.turn.permission_timeout_seconds
         decision = await turn.decide_permission(self.engine.ctx.decide_permission, request, bound_s=bound)
-        allowed = decision.option_id in (ALLOW.option_id, ALLOW_ALWAYS.option_id)
+        allowed = decision.option_id in (ALLOW.option_id, ALLOW_ALWAYS)
         if not allowed:
             turn.permissions_denied += 1
         turn.emit(
             PermissionActivity(
                 call_id=request.call_id,
                 title=title,
-                options=OPTIONS,
+                options=options,
                 selected=decision.option_id,
                 policy=decision.policy,
                 reason=decision.reason,
