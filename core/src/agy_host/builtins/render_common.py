@@ -16,6 +16,11 @@ import msgspec
 from agy_host.contract.events import StopReason, ToolCard, TurnEnded, UsageCounts
 
 NO_USAGE = "usage not reported by this agent"
+#: Said by both renderers when a turn ran on the sandbox agent, so nobody takes its echo for an answer.
+SANDBOX_NOTICE = (
+    "no ACP agent is installed: this turn runs on agy-host's bundled sandbox agent, "
+    "which only echoes. Install Antigravity's ACP server or pass --agent CMD."
+)
 #: Arguments whose key names a file (``file_path``, ``TargetFile``, ``AbsolutePath``).
 _PATH_KEY = re.compile(r"file|path", re.IGNORECASE)
 

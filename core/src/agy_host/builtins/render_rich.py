@@ -28,6 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agy_host.builtins.render_common import (
+    SANDBOX_NOTICE,
     UsageTally,
     args_preview,
     edit_label,
@@ -341,8 +342,6 @@ class RichRenderer:
         )
 
     def _started(self, event: TurnStarted) -> None:
-        from agy_host.builtins.renderers import SANDBOX_NOTICE
-
         self._session = event.session
         self._cards = {}
         self._busy = True

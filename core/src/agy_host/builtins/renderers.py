@@ -19,6 +19,7 @@ import msgspec
 
 from agy_host import hookimpl
 from agy_host.builtins.render_common import (
+    SANDBOX_NOTICE,
     UsageTally,
     args_preview,
     edit_label,
@@ -42,11 +43,6 @@ from agy_host.contract.events import (
     TurnStarted,
 )
 from agy_host.contract.rendering import Renderer, RendererFactory, RenderOptions
-
-SANDBOX_NOTICE = (
-    "no ACP agent is installed: this turn runs on agy-host's bundled sandbox agent, "
-    "which only echoes. Install Antigravity's ACP server or pass --agent CMD."
-)
 
 
 def permission_line(event: PermissionAnswered) -> str:

@@ -26,14 +26,21 @@ import os
 import signal
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, NoReturn
+from typing import NoReturn, Protocol
 
 import trio
 
 from agy_host.exit_codes import ExitCode
 
-if TYPE_CHECKING:
-    from agy_host.runtime.session import SessionRuntime
+
+class Interruptible(Protocol):
+    """What a signal reaches: the command's session runtime
+    (:class:`~agy_host.runtime.session.SessionRuntime`)."""
+
+    def interrupt(self, sig: signal.Signals | None) -> bool:
+        """Stop the running turn; ``False`` when none runs."""
+        ...
+
 
 #: Signals that end the command (beyond Ctrl-C's SIGINT).
 TERMINATING = (signal.SIGTERM, signal.SIGHUP)
@@ -52,7 +59,7 @@ class CommandSignals:
 
     def __init__(
         self,
-        session: Callable[[], SessionRuntime | None],
+        session: Callable[[], Interruptible | None],
         on_idle: Callable[[], None] | None = None,
         on_terminate: Callable[[], None] | None = None,
     ) -> None:
@@ -101,4 +108,4 @@ class CommandSignals:
         return signal_exit_code(self.terminated) if self.terminated is not None else code
 
 
-__all__ = ["TERMINATING", "CommandSignals", "signal_exit_code"]
+__all__ = ["TERMINATING", "CommandSignals", "Interruptible", "signal_exit_code"]

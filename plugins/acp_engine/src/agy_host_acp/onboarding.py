@@ -46,6 +46,45 @@ _RETRY_EVERY = 1.0
 _FRESH_RETRY_EVERY = 3.0
 
 
+SETTINGS_PATH = "~/.gemini/antigravity-acp/settings.json"
+
+#: The settings shapes Antigravity's ACP server reads at startup (spec §3.12).
+SETTINGS_SHAPES = {
+    "oauth-personal": '{"auth": {"type": "oauth-personal"}}',
+    "gemini-api-key": '{"auth": {"type": "gemini-api-key"}}   (and export GEMINI_API_KEY=...)',
+    "oauth-business": '{"auth": {"type": "oauth-business"}, "gcp": {"project": "...", "location": "..."}}',
+    "agent-platform": (
+        '{"auth": {"type": "agent-platform"}, "gcp": {"project": "...", "location": "..."}}   '
+        "(or GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT + GOOGLE_CLOUD_LOCATION with ADC)"
+    ),
+}
+
+
+def auth_guide(methods: list[tuple[str, str, str]]) -> str:
+    """The text ``acp-auth`` prints: the agent's methods and the settings shapes."""
+    lines = ["Sign-in methods the agent offers:"]
+    if methods:
+        for mid, name, desc in methods:
+            lines.append(f"  {mid:<16} {name}" + (f" — {desc}" if desc else ""))
+    else:
+        lines.append("  (none advertised)")
+    lines += [
+        "",
+        f"Antigravity's ACP server reads {SETTINGS_PATH} at startup. Shapes it accepts:",
+    ]
+    lines += [f"  {mid:<16} {shape}" for mid, shape in SETTINGS_SHAPES.items()]
+    lines += [
+        "",
+        "For oauth-personal the server prints a sign-in URL ('Open the following link to authenticate the",
+        "ACP server: https://accounts.google.com/...'); agy-host shows it when it appears. On a remote",
+        "machine forward the redirect port first: ssh -N -L <port>:127.0.0.1:<port> <user@host>.",
+        "A machine where the `agy` CLI is signed in is usually adopted without a browser.",
+        "",
+        "agy-host never reads, writes or prints credentials; check the result with `agy-host doctor`.",
+    ]
+    return "\n".join(lines)
+
+
 class MethodGuide(msgspec.Struct, kw_only=True):
     shape: str
     env: list[str]
@@ -149,8 +188,6 @@ def _state_line(check: AgentCheck) -> str:
 
 async def overview(spec: AgentSpec, config: Config, env: Mapping[str, str], out: Echo, err: Echo) -> int:
     """Methods, shapes, current state and the next command; no sign-in."""
-    from agy_host_acp.hooks import auth_guide
-
     check = await check_agent(spec, config, env)
     if check.error and not check.started:
         err(f"agy-host: could not ask the agent: {check.error}")
