@@ -5,6 +5,7 @@ from __future__ import annotations
 from agy_host.contract.events import PermissionOption
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.service.interactions import InteractionBroker
+from agy_host.service.terminal_queue import TerminalQueue
 
 ONCE = PermissionOption(option_id="once", name="Allow", kind="allow_once")
 ALWAYS = PermissionOption(option_id="always", name="Always allow", kind="allow_always")
@@ -115,3 +116,46 @@ def test_forget_drops_one_session_or_all() -> None:
     assert b.remembered.recall(request(session="a")) is None and b.remembered.recall(request(session="b"))
     b.remembered.forget()
     assert len(b.remembered) == 0
+
+
+async def test_always_answers_the_requests_still_waiting_for_the_same_tool() -> None:
+    """Two requests for one tool arrive at once (an agent's parallel calls);
+    the second waits behind the first's prompt. "Always" for the first
+    answers the second at once, without a second prompt."""
+    import trio
+    import trio.testing
+
+    shown: list[str] = []
+    release = trio.Event()
+
+    class Person:
+        """The terminal's queue, one prompt at a time; the person answers "always"."""
+
+        name = "ask"
+
+        def __init__(self) -> None:
+            self.queue = TerminalQueue()
+
+        async def decide(self, request: PermissionRequest) -> PermissionDecision:
+            async with self.queue.turn(request.session):
+                shown.append(request.title)
+                await release.wait()
+                return PermissionDecision(option_id="always", policy=self.name)
+
+    got: dict[str, PermissionDecision] = {}
+
+    async def ask(title: str) -> None:
+        got[title] = await b.decide(request(title=title))
+
+    person = Person()
+    b = InteractionBroker(rules=list, env={"AGY_HOST_TTY": "none"}, policy=lambda: person)
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, "Run: make")
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(ask, "Run: make test")
+            await trio.testing.wait_all_tasks_blocked()
+            release.set()
+    assert shown == ["Run: make"], "the waiting request was asked anyway"
+    assert got["Run: make"].policy == "ask" and got["Run: make test"].policy == "remembered"
+    assert got["Run: make test"].option_id == "always"

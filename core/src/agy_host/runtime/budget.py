@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import msgspec
 
-from agy_host.contract.events import UsageCounts
+from agy_host.contract.events import OutcomeActivity, StopReason, UsageCounts
 
 
 class Budget(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,4 +65,40 @@ def unenforced(budget: Budget, usage: UsageCounts | None) -> str | None:
     return "the agent reported no usage to check " + " or ".join(missing) + " against; the limit was not enforced"
 
 
-__all__ = ["Budget", "crossed", "tokens_of", "unenforced"]
+class Settled(msgspec.Struct, frozen=True, kw_only=True):
+    """How a turn with a budget ends: its outcome and stop reason, why it
+    crossed the budget (``None``: it did not), and a notice to show."""
+
+    outcome: OutcomeActivity
+    stop: StopReason
+    hit: str | None = None
+    notice: str | None = None
+
+
+def settle(
+    budget: Budget,
+    usage: UsageCounts | None,
+    outcome: OutcomeActivity,
+    stop: StopReason,
+    *,
+    hit: str | None,
+    users_abort: bool,
+) -> Settled:
+    """The end of a turn under ``budget``: one that crossed it (now, or
+    mid-turn, ``hit``, and was stopped for it) ends as a ``budget`` error
+    (exit 6), unless the user aborted it first; one whose usage could not be
+    checked gets a notice saying so."""
+    if hit is None and stop != "aborted":
+        hit = crossed(budget, usage)
+    if hit is None:
+        missing = unenforced(budget, usage) if stop != "aborted" else None
+        return Settled(outcome=outcome, stop=stop, notice=missing)
+    if stop == "aborted" and users_abort:
+        return Settled(outcome=outcome, stop=stop, hit=hit)  # the user's own abort wins
+    failed = msgspec.structs.replace(
+        outcome, status="error", stop_reason="error", aborted=False, error=hit, error_kind="budget"
+    )
+    return Settled(outcome=failed, stop="error", hit=hit)
+
+
+__all__ = ["Budget", "Settled", "crossed", "settle", "tokens_of", "unenforced"]

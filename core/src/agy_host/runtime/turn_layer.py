@@ -30,7 +30,6 @@ import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 
-import msgspec
 import trio
 
 from agy_host import config as config_mod
@@ -55,7 +54,7 @@ from agy_host.contract.tools import HostTool, ToolResult
 from agy_host.contract.turn_result import ToolResultSink, TurnLayerError, TurnResult, exit_code_for
 from agy_host.engine.driver import TurnDriver, TurnHandle, TurnRequest
 from agy_host.exit_codes import ExitCode
-from agy_host.runtime.budget import Budget, crossed, unenforced
+from agy_host.runtime.budget import Budget, crossed, settle
 from agy_host.runtime.store import SessionBinding, SessionStore, utc_now
 from agy_host.runtime.turn_events import TurnState, map_activity
 from agy_host.runtime.turn_prompt import PROMPT_SEPARATOR, assemble_prompt, with_late_results
@@ -490,7 +489,11 @@ class TurnLayer:
         if outcome.aborted:
             stop = "aborted"
         if turn.budget.active:
-            outcome, stop = self._settle_budget(turn, outcome, stop)
+            users_abort = self._abort_reason not in (None, "budget")
+            settled = settle(turn.budget, turn.usage, outcome, stop, hit=turn.budget_hit, users_abort=users_abort)
+            outcome, stop, turn.budget_hit = settled.outcome, settled.stop, settled.hit
+            if settled.notice is not None:
+                self.emit(Notice(level="warning", message=settled.notice, code="budget"))
         duration = trio.current_time() - turn.started_at
         response = outcome.response or "".join(turn.text)
         turn.text.clear()
@@ -527,26 +530,6 @@ class TurnLayer:
             permission_requests=turn.permission_requests,
             permissions_refused=turn.permissions_refused,
         )
-
-    def _settle_budget(
-        self, turn: TurnState, outcome: OutcomeActivity, stop: StopReason
-    ) -> tuple[OutcomeActivity, StopReason]:
-        """A turn that crossed its budget (now, or mid-turn and was stopped for
-        it) ends as a ``budget`` error (exit 6); one whose usage could not be
-        checked says so."""
-        if turn.budget_hit is None and stop != "aborted":
-            turn.budget_hit = crossed(turn.budget, turn.usage)
-        if turn.budget_hit is None:
-            missing = unenforced(turn.budget, turn.usage)
-            if missing is not None and stop != "aborted":
-                self.emit(Notice(level="warning", message=missing, code="budget"))
-            return outcome, stop
-        if stop == "aborted" and self._abort_reason not in (None, "budget"):
-            return outcome, stop  # the user's own abort wins
-        changed = msgspec.structs.replace(
-            outcome, status="error", stop_reason="error", aborted=False, error=turn.budget_hit, error_kind="budget"
-        )
-        return changed, "error"
 
     def _fail(self, turn: TurnState, message: str, kind: ErrorKind) -> TurnResult:
         """End a turn the engine never ran (or lost) as a visible error."""

@@ -27,7 +27,7 @@ import math
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -35,6 +35,9 @@ from agy_host.config import AnswerRule
 from agy_host.contract.interactions import Answer, FormField, Question, QuestionAsker
 from agy_host.contract.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
 from agy_host.service.remembered import RememberedAnswers
+
+if TYPE_CHECKING:
+    import trio
 
 
 def glob_match(patterns: str | list[str], value: str) -> bool:
@@ -174,6 +177,8 @@ class InteractionBroker:
         self._policy = policy
         self._bound_s = bound_s
         self.remembered = RememberedAnswers()
+        #: Permission requests in the policy's hands, by what "always" would cover.
+        self._waiting: dict[tuple[str, str], set[trio.CancelScope]] = {}
 
     async def ask(self, question: Question, *, terminal: bool = True) -> Answer:
         """Always an answer; ``cancel`` with ``unanswered`` when nobody gave one.
@@ -219,11 +224,29 @@ class InteractionBroker:
             answered = await self._question_from_rules(request)
             if answered is not None:
                 return answered
-        remembered = self.remembered.recall(request)
-        if remembered is not None:
-            return remembered
-        decision = await self._from_policy(request)
-        self.remembered.note(request, decision)
+        import trio
+
+        key = self.remembered.key(request)
+        while True:
+            remembered = self.remembered.recall(request)
+            if remembered is not None:
+                return remembered
+            # A request still waiting (its prompt queued behind another's) when
+            # "always" is chosen for its tool is answered by that choice at once.
+            waiting = trio.CancelScope()
+            if key is not None:
+                self._waiting.setdefault(key, set()).add(waiting)
+            try:
+                with waiting:
+                    decision = await self._from_policy(request)
+            finally:
+                if key is not None:
+                    self._waiting[key].discard(waiting)
+            if not waiting.cancelled_caught:
+                break
+        if self.remembered.note(request, decision) and key is not None:
+            for pending in self._waiting.get(key, set()):
+                pending.cancel()
         return decision
 
     async def _from_policy(self, request: PermissionRequest) -> PermissionDecision:

@@ -60,13 +60,18 @@ class RememberedAnswers:
     def __len__(self) -> int:
         return len(self._answers)
 
+    @staticmethod
+    def key(request: PermissionRequest) -> tuple[str, str] | None:
+        """What an answer to ``request`` would be remembered under; ``None``
+        for a question (never remembered)."""
+        return None if request.is_question else (request.session, tool_key(request))
+
     def recall(self, request: PermissionRequest) -> PermissionDecision | None:
         """The remembered answer to ``request``, or ``None`` (ask as usual).
         The option sent is the agent's own ``*_always`` one when offered
         again (the agent then remembers too), else one of the same family."""
-        if request.is_question:
-            return None
-        found = self._answers.get((request.session, tool_key(request)))
+        key = self.key(request)
+        found = self._answers.get(key) if key is not None else None
         if found is None:
             return None
         option = first_of_kind(request.options, f"{found.family}_always") or first_of_kind(

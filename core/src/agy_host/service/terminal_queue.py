@@ -61,6 +61,9 @@ class TerminalQueue:
                 self._waiting.append(ticket)
         try:
             await granted.wait()
+            # a waiter cancelled while its turn came (its request answered by
+            # an "always" meanwhile, its turn aborted) leaves before drawing
+            await trio.lowlevel.checkpoint_if_cancelled()
             yield ticket
         finally:
             self._leave(ticket)
