@@ -116,12 +116,14 @@ def tty() -> Iterator[Pty]:
 async def test_the_terminal_asks_a_form_field_by_field(tty: Pty) -> None:
     tty.type("2\nmany\n4\n\nshipping it\n")  # region: us; replicas: a bad one, then 4; dry_run: default
     asked = Question(**{**{f: getattr(FORM, f) for f in FORM.__struct_fields__}, "origin": "deployer"})
-    answer = await InteractionBroker(rules=list, env={"AGY_HOST_TTY": tty.path}).ask(asked)
+    broker = InteractionBroker(rules=list, env={"AGY_HOST_TTY": tty.path}, bound_s=lambda: 90.0)
+    answer = await broker.ask(asked)
     assert answer == Answer(
         action="accept", values={"region": "us", "replicas": 4, "dry_run": True, "note": "shipping it"}, by="terminal"
     )
     screen = tty.screen()
     assert "session 's', deployer asks (tool deploy):" in screen and "Deploy where?" in screen
+    assert "(the agent waits up to 1.5m for this answer, then it is cancelled)" in screen
     assert "please type a whole number" in screen and "(boolean; default True)" in screen
 
 

@@ -123,6 +123,7 @@ def test_the_person_answers_on_the_terminal(
         and "Run fake_tool?" in shown
         and "1) Allow" in shown
     )
+    assert "(the agent waits up to 5m for this answer, then it is cancelled)" in shown, shown
 
 
 def test_a_question_is_asked_never_auto_answered(

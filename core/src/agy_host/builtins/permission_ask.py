@@ -33,7 +33,14 @@ from agy_host.contract.permissions import (
     choose_reject,
 )
 from agy_host.service.remembered import ALWAYS_KINDS
-from agy_host.service.terminal import NoTerminal, Terminal, choose, open_terminal, terminal_available
+from agy_host.service.terminal import (
+    NoTerminal,
+    Terminal,
+    choose,
+    deadline_note,
+    open_terminal,
+    terminal_available,
+)
 from agy_host.service.terminal_queue import asker
 
 if TYPE_CHECKING:
@@ -56,11 +63,14 @@ class AskPolicy:
     def __init__(self) -> None:
         self.fallback = "deny"
         self.env: Mapping[str, str] = os.environ
+        #: How long the agent waits for an answer (said in the prompt).
+        self.bound_s: float | None = None
 
     def configure(self, config: Config, env: Mapping[str, str]) -> None:
         """Called by the host once the policy is selected."""
         self.fallback = config.permissions.ask_fallback
         self.env = env
+        self.bound_s = config.turn.permission_timeout_seconds
 
     def check_ready(self) -> str | None:
         """Why a run must not start (``ask_fallback = "fail"`` and no
@@ -102,7 +112,7 @@ class AskPolicy:
     async def _ask(self, term: Terminal, request: PermissionRequest) -> PermissionDecision:
         if not request.options:
             return PermissionDecision(option_id=None, policy=self.name, reason="the agent offered no options")
-        await term.write(render_request(request, waiting=term.waiting_note()))
+        await term.write(render_request(request, waiting=term.waiting_note() + deadline_note(self.bound_s)))
         names = [opt.name or opt.option_id for opt in request.options]
         span = f"1-{len(names)}" if len(names) > 1 else "1"
         index = await choose(
@@ -117,7 +127,8 @@ class AskPolicy:
 
 def render_request(request: PermissionRequest, waiting: str = "") -> str:
     """What the person sees before choosing: who asks (the session) and
-    ``waiting``, the note of who else is queued for the terminal."""
+    ``waiting``, the notes under the header (who else is queued for the
+    terminal, how long the agent waits)."""
     who = asker(request.session, request.origin)
     lines: list[str] = [""]
     if request.is_question:

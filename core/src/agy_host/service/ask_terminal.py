@@ -13,18 +13,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from agy_host.contract.interactions import Answer, FormField, Question
-from agy_host.service.terminal import MAX_ATTEMPTS, Terminal, choose, open_terminal
+from agy_host.service.terminal import MAX_ATTEMPTS, Terminal, choose, deadline_note, open_terminal
 from agy_host.service.terminal_queue import asker
 
 _QUIT = {"q", "quit", "cancel"}
 
 
-async def ask_on_terminal(env: Mapping[str, str], question: Question) -> Answer:
-    """Ask; raises :class:`~agy_host.service.terminal.NoTerminal` when there is none."""
+async def ask_on_terminal(env: Mapping[str, str], question: Question, bound_s: float | None = None) -> Answer:
+    """Ask; raises :class:`~agy_host.service.terminal.NoTerminal` when there is
+    none. ``bound_s`` is how long the agent waits (said in the header)."""
     who = asker(question.session, question.origin)
     async with open_terminal(env, who) as term:
         where = f" (tool {question.tool})" if question.tool else ""
-        await term.write(f"\nagy-host: {who} asks{where}:\n{term.waiting_note()}  {question.message}\n")
+        head = f"\nagy-host: {who} asks{where}:\n{term.waiting_note()}{deadline_note(bound_s)}"
+        await term.write(f"{head}  {question.message}\n")
         if question.kind == "form":
             return await _form(term, question.fields)
         if question.kind == "url":

@@ -208,7 +208,7 @@ class InteractionBroker:
         try:
             from agy_host.service.ask_terminal import ask_on_terminal
 
-            return await ask_on_terminal(self.env, question)
+            return await ask_on_terminal(self.env, question, self._bound_s())
         except NoTerminal as exc:
             return _nobody(f"no answer rule matched (see --answers) and {exc}")
 

@@ -165,6 +165,19 @@ async def open_terminal(env: Mapping[str, str], asker: str = "the agent") -> Asy
         term.close()
 
 
+def deadline_note(bound_s: float | None) -> str:
+    """A line saying how long the agent waits for this answer (the
+    ``turn.permission_timeout_seconds`` bound, counted from when it asked),
+    or ``""`` when it waits for ever."""
+    import math
+
+    if bound_s is None or not math.isfinite(bound_s) or bound_s <= 0:
+        return ""
+    from agy_host.engine.timers import minutes
+
+    return f"  (the agent waits up to {minutes(bound_s)} for this answer, then it is cancelled)\n"
+
+
 async def choose(term: Terminal, choices: Sequence[str], *, prompt: str) -> int | None:
     """Ask for one of ``choices`` by number (1-based); ``0`` or ``q`` means no
     answer. Returns the 0-based index, or ``None`` when the person declined
@@ -191,6 +204,7 @@ __all__ = [
     "NoTerminal",
     "Terminal",
     "choose",
+    "deadline_note",
     "open_terminal",
     "terminal_available",
     "tty_path",
