@@ -41,6 +41,23 @@ URL = {
 }
 
 
+#: Antigravity's way of asking: an ``interaction_`` permission request whose options are the answers.
+BRANCH_QUESTION = {
+    "prompt": [
+        {
+            "permission": {
+                "tool_call": {"toolCallId": "interaction_1", "title": "Which branch?", "kind": "other"},
+                "options": [
+                    {"optionId": "opt-a", "name": "main", "kind": "allow_once"},
+                    {"optionId": "opt-b", "name": "dev", "kind": "allow_once"},
+                ],
+                "branches": {"opt-b": [{"chunk": "ON DEV"}], "cancelled": [{"chunk": "NO ANSWER"}]},
+            }
+        }
+    ]
+}
+
+
 def asking(params: dict[str, Any]) -> dict[str, Any]:
     """A prompt that asks, then says what it got."""
     branches = {action: [{"chunk": f"GOT {action.upper()}"}] for action in ("accept", "decline", "cancel")}
@@ -146,20 +163,13 @@ def test_an_antigravity_question_is_answered_by_a_rule_and_never_by_auto(tmp_pat
     """Antigravity asks questions as ``interaction_`` permission requests whose
     options are the answers: a rule picks one by its text; without a rule the
     default policy (``auto``) cancels it and the run exits 5."""
-    options = [
-        {"optionId": "opt-a", "name": "main", "kind": "allow_once"},
-        {"optionId": "opt-b", "name": "dev", "kind": "allow_once"},
-    ]
-    tool_call = {"toolCallId": "interaction_1", "title": "Which branch?", "kind": "other"}
-    branches = {"opt-b": [{"chunk": "ON DEV"}], "cancelled": [{"chunk": "NO ANSWER"}]}
-    scenario = {"prompt": [{"permission": {"tool_call": tool_call, "options": options, "branches": branches}}]}
-    agent = fake_acp_agent_command(scenario, workdir=tmp_path / "agents")
+    agent = fake_acp_agent_command(BRANCH_QUESTION, workdir=tmp_path / "agents")
     rules = tmp_path / "answers.toml"
     rules.write_text('[[answer]]\ntitle = "*branch*"\nvalue = "dev"\n')
     proc = run_turn(tmp_path, agent, "--answers", str(rules))
     assert proc.returncode == 0, proc.stderr
     assert "ON DEV" in proc.stdout
-    unanswered = fake_acp_agent_command(scenario, workdir=tmp_path / "agents-2")
+    unanswered = fake_acp_agent_command(BRANCH_QUESTION, workdir=tmp_path / "agents-2")
     proc = run_turn(tmp_path, unanswered)
     assert proc.returncode == 5 and "NO ANSWER" in proc.stdout, proc.stderr
 
@@ -168,14 +178,7 @@ async def test_the_python_callback_answers_an_antigravity_question(tmp_path: Pat
     import agy_host
     from agy_host.contract.interactions import Question
 
-    options = [
-        {"optionId": "opt-a", "name": "main", "kind": "allow_once"},
-        {"optionId": "opt-b", "name": "dev", "kind": "allow_once"},
-    ]
-    tool_call = {"toolCallId": "interaction_1", "title": "Which branch?", "kind": "other"}
-    branches = {"opt-b": [{"chunk": "ON DEV"}], "cancelled": [{"chunk": "NO ANSWER"}]}
-    scenario = {"prompt": [{"permission": {"tool_call": tool_call, "options": options, "branches": branches}}]}
-    agent = fake_acp_agent_command(scenario, workdir=tmp_path / "agents")
+    agent = fake_acp_agent_command(BRANCH_QUESTION, workdir=tmp_path / "agents")
     env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
     seen: list[Question] = []
 

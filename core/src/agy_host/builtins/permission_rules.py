@@ -27,17 +27,13 @@ from agy_host.contract.permissions import (
     choose_allow,
     choose_reject,
 )
-from agy_host.service.interactions import glob_match
+from agy_host.service.interactions import glob_match, globs
 
 if TYPE_CHECKING:
     from agy_host.config import Config, PermissionRule
 
 Action = Literal["allow", "deny", "ask"]
 _STRENGTH: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
-
-
-def _globs(value: str | list[str]) -> list[str]:
-    return [value] if isinstance(value, str) else list(value)
 
 
 def rule_matches(rule: PermissionRule, request: PermissionRequest) -> bool:
@@ -49,7 +45,7 @@ def rule_matches(rule: PermissionRule, request: PermissionRequest) -> bool:
 
 
 def describe_rule(index: int, rule: PermissionRule) -> str:
-    parts = [f"{field}={_globs(value)!r}" for field in ("kind", "title", "name") if (value := getattr(rule, field))]
+    parts = [f"{field}={globs(value)!r}" for field in ("kind", "title", "name") if (value := getattr(rule, field))]
     return f"rule {index} ({', '.join(parts) or 'any request'}): {rule.action}"
 
 

@@ -112,13 +112,30 @@ class EngineTurn:
         """Hand ``question`` to the host's broker and always get an answer,
         the way :meth:`decide_permission` does: clocks stopped meanwhile, an
         abort answers ``cancel`` at once, a broker that raises or runs past
-        ``bound_s`` is a ``cancel`` that counts as unanswered."""
+        ``bound_s`` is a ``cancel`` that counts as unanswered. The question
+        and its answer are reported (a ``question`` event; a form's values
+        by name only), so no engine can forget to show one."""
+        from agy_host.contract.events import QuestionActivity
         from agy_host.contract.interactions import Answer
 
         def cancelled(reason: str, nobody: bool) -> Answer:
             return Answer(action="cancel", by="host", reason=reason, unanswered=nobody)
 
-        return await self._always_answered(lambda: asker(question), cancelled, "asking failed", bound_s)
+        answer = await self._always_answered(lambda: asker(question), cancelled, "asking failed", bound_s)
+        answered = sorted(answer.values) if question.kind == "form" and answer.action == "accept" else []
+        self.handle.emit(
+            QuestionActivity(
+                kind=question.kind,
+                message=question.message,
+                action=answer.action,
+                by=answer.by,
+                origin=question.origin,
+                reason=answer.reason,
+                fields=answered,
+                unanswered=answer.unanswered,
+            )
+        )
+        return answer
 
     async def _always_answered(
         self,

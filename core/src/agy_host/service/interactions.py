@@ -40,11 +40,16 @@ if TYPE_CHECKING:
     import trio
 
 
+def globs(patterns: str | list[str]) -> list[str]:
+    """A rule's match field as a list: one glob or several."""
+    return [patterns] if isinstance(patterns, str) else list(patterns)
+
+
 def glob_match(patterns: str | list[str], value: str) -> bool:
     """Whether ``value`` matches any of ``patterns`` (case-insensitive globs); no pattern matches all.
     The answer rules and the permission rules match the same way."""
-    globs = [patterns] if isinstance(patterns, str) else list(patterns)
-    return not globs or any(fnmatch.fnmatchcase(value.lower(), g.lower()) for g in globs)
+    wanted = globs(patterns)
+    return not wanted or any(fnmatch.fnmatchcase(value.lower(), g.lower()) for g in wanted)
 
 
 class AnswersFileError(ValueError):
@@ -80,14 +85,10 @@ def load_answers(path: Path) -> list[AnswerRule]:
             rule = msgspec.convert(item, AnswerRule)
         except msgspec.ValidationError as exc:
             raise AnswersFileError(f"the answers file {path}: rule {index}: {exc}") from exc
-        if rule.value is None and rule.action == "accept" and _kinds(rule) != ["url"]:
+        if rule.value is None and rule.action == "accept" and globs(rule.kind) != ["url"]:
             raise AnswersFileError(f"the answers file {path}: rule {index} gives no value")
         rules.append(rule)
     return rules
-
-
-def _kinds(rule: AnswerRule) -> list[str]:
-    return [rule.kind] if isinstance(rule.kind, str) else list(rule.kind)
 
 
 def _applies(rule: AnswerRule, question: Question) -> bool:
@@ -310,4 +311,4 @@ def _nobody(why: str) -> Answer:
     return Answer(action="cancel", by="host", reason=why, unanswered=True)
 
 
-__all__ = ["AnswersFileError", "InteractionBroker", "answer_from_rules", "glob_match", "load_answers"]
+__all__ = ["AnswersFileError", "InteractionBroker", "answer_from_rules", "glob_match", "globs", "load_answers"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.contract.events import NoticeActivity, PermissionActivity, PermissionOption, QuestionActivity
+from agy_host.contract.events import NoticeActivity, PermissionActivity, PermissionOption
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest, is_question
 from agy_host.engine.driver import TurnRequest
 from agy_host.engine.turn import EngineTurn
@@ -133,19 +133,6 @@ class Turn(EngineTurn):
             self.handle.emit(NoticeActivity(level="warning", message=message, code="elicitation"))
             return {"action": "cancel"}
         answer = await self.ask(self._ask, question, bound_s=self._permission_timeout)
-        answered = sorted(answer.values) if question.kind == "form" and answer.action == "accept" else []
-        self.handle.emit(
-            QuestionActivity(
-                kind=question.kind,
-                message=question.message,
-                action=answer.action,
-                by=answer.by,
-                origin=question.origin,
-                reason=answer.reason,
-                fields=answered,
-                unanswered=answer.unanswered,
-            )
-        )
         self.timers.touch()
         return response_for(answer, question)
 

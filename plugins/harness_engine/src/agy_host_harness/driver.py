@@ -34,7 +34,6 @@ from agy_host.contract.events import (
     OutcomeActivity,
     PermissionActivity,
     PermissionOption,
-    QuestionActivity,
 )
 from agy_host.contract.permissions import PermissionRequest
 from agy_host.contract.tools import HostTool, ToolResult
@@ -289,17 +288,6 @@ class HarnessDriver:
                 answers.append({"unanswered": True})
                 continue
             answer = await turn.ask(self.engine.ctx.ask_question, question, bound_s=bound)
-            turn.emit(
-                QuestionActivity(
-                    kind=question.kind,
-                    message=question.message,
-                    action=answer.action,
-                    by=answer.by,
-                    origin=question.origin,
-                    reason=answer.reason,
-                    unanswered=answer.unanswered,
-                )
-            )
             answers.append(answer_of(question, answer))
         self.lifecycle.add("questions", count=len(asked), step=step.step_index)
         await conversation.send(question_response(step.trajectory_id, step.step_index, answers))

@@ -78,25 +78,17 @@ class SessionMethods:
     def _session_load(self, msg_id: Any, params: dict[str, Any]) -> None:
         sc = self.scenario
         if not sc.load_session:
-            self.out.send(
-                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/load"})
-            )
+            self._not_found(msg_id, "session/load")
             return
         if self._auth_error(msg_id):
             return
-        sid = params.get("sessionId")
-        if not isinstance(sid, str) or not sid:
-            self.out.send(
-                _wire.error_response(msg_id, INVALID_PARAMS, "Invalid params", {"message": "sessionId required"})
-            )
+        sid = self._session_id(msg_id, params)
+        if sid is None:
             return
         if sc.load == "fails":
             self.out.send(_wire.error_response(msg_id, AUTH_REQUIRED, "unknown session", {"sessionId": sid}))
             return
-        session = _Session(sid, sc)
-        session.mcp_servers = _mcp_servers(params)
-        with self._lock:
-            self._sessions[sid] = session
+        session = self._reopen(sid, params)
         if sc.load == "replay":
             kinds = {"user": "user_message_chunk", "agent": "agent_message_chunk", "thought": "agent_thought_chunk"}
             for entry in sc.load_history:
@@ -113,29 +105,17 @@ class SessionMethods:
         """``session/resume`` (advertise ``sessionCapabilities.resume``): like
         load, without replaying the history."""
         if "resume" not in self._session_capabilities():
-            self.out.send(
-                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/resume"})
-            )
+            self._not_found(msg_id, "session/resume")
             return
-        sid = params.get("sessionId")
-        if not isinstance(sid, str) or not sid:
-            self.out.send(
-                _wire.error_response(msg_id, INVALID_PARAMS, "Invalid params", {"message": "sessionId required"})
-            )
-            return
-        session = _Session(sid, self.scenario)
-        session.mcp_servers = _mcp_servers(params)
-        with self._lock:
-            self._sessions[sid] = session
-        self.out.send(_wire.result_response(msg_id, session.state()))
+        sid = self._session_id(msg_id, params)
+        if sid is not None:
+            self.out.send(_wire.result_response(msg_id, self._reopen(sid, params).state()))
 
     def _session_list(self, msg_id: Any, params: dict[str, Any]) -> None:
         """``session/list``: the scenario's ``listed_sessions`` and the live ones,
         filtered by ``cwd``; one page (no cursor)."""
         if "list" not in self._session_capabilities():
-            self.out.send(
-                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/list"})
-            )
+            self._not_found(msg_id, "session/list")
             return
         listed = [dict(e) for e in self.scenario.listed_sessions if isinstance(e, dict)]
         with self._lock:
@@ -147,12 +127,29 @@ class SessionMethods:
 
     def _session_delete(self, msg_id: Any, params: dict[str, Any]) -> None:
         if "delete" not in self._session_capabilities():
-            self.out.send(
-                _wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "session/delete"})
-            )
+            self._not_found(msg_id, "session/delete")
             return
         self.log.event("session-deleted", sessionId=params.get("sessionId"))
         self.out.send(_wire.result_response(msg_id, {}))
+
+    def _not_found(self, msg_id: Any, method: str) -> None:
+        self.out.send(_wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": method}))
+
+    def _session_id(self, msg_id: Any, params: dict[str, Any]) -> str | None:
+        """The request's ``sessionId``; ``None`` (answered as an error) without one."""
+        sid = params.get("sessionId")
+        if isinstance(sid, str) and sid:
+            return sid
+        self.out.send(_wire.error_response(msg_id, INVALID_PARAMS, "Invalid params", {"message": "sessionId required"}))
+        return None
+
+    def _reopen(self, sid: str, params: dict[str, Any]) -> _Session:
+        """A loaded or resumed session, live again with the servers given now."""
+        session = _Session(sid, self.scenario)
+        session.mcp_servers = _mcp_servers(params)
+        with self._lock:
+            self._sessions[sid] = session
+        return session
 
     def _session_capabilities(self) -> dict[str, Any]:
         caps = self.scenario.agent_capabilities.get("sessionCapabilities")
