@@ -6,6 +6,8 @@ notice, never a silent pass. Real CLI and Python API, the kit's fake ACP agent."
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +111,45 @@ async def test_a_sessions_cumulative_cost_is_not_charged_to_each_turn(tmp_path: 
     assert second.usage is not None and second.usage.cost_amount == pytest.approx(0.15)
     assert second.usage.context_used == 200
     assert third.exit_code == 6 and third.error and "cost of 0.4 USD, over --max-cost 0.2" in third.error
+
+
+def test_a_session_loaded_after_a_restart_never_charges_its_total_to_one_turn(tmp_path: Path) -> None:
+    """A second ``run`` loads the session the first made: the agent's first
+    cost report (the session's 0.30) cannot be split without the total at the
+    turn's start, so the turn's cost is unknown and the limit says it was not
+    enforced, rather than stopping the turn for the session's whole spend."""
+    scenario = {**costs(0.15, 0.30), "prompt_counter": str(tmp_path / "prompts.count")}
+    agent = fake_acp_agent_command(scenario, workdir=tmp_path / "agents")
+    code, events, err = run(tmp_path, agent, "--session", "kept", "--max-cost", "0.2")
+    assert code == 0 and events[-1]["usage"]["cost_amount"] == pytest.approx(0.15), err
+    code, events, err = run(tmp_path, agent, "--session", "kept", "--max-cost", "0.2")
+    assert code == 0, err
+    assert agent.requests("session/load") or agent.requests("session/resume"), "the second run made a new session"
+    done = events[-1]
+    assert "cost_amount" not in (done["usage"] or {}) and done["cumulative_usage"]["cost_amount"] == 0.3
+    [notice] = [e for e in events if e["type"] == "notice" and e.get("code") == "budget"]
+    assert "--max-cost (no cost)" in notice["message"]
+
+
+def test_stream_json_steps_report_usage_as_they_come_so_the_budget_stops_the_turn(tmp_path: Path) -> None:
+    """agy's step usage is reported as each step ends: a turn that crossed
+    ``--max-tokens`` and would go on for ever is stopped there (exit 6),
+    not left to its timeout (10 minutes: the run would hang this test)."""
+    pytest.importorskip("agy_host_stream_json.engine", reason="the stream-json engine is not installed")
+    from agy_host.testing.agy_cli.agent import make_fake_agy
+
+    agy = make_fake_agy(tmp_path / "fake-agy", {"turns": [[{"say": ["working"]}, {"hang": True}]]})
+    argv = [sys.executable, "-m", "agy_host.cli.main", "run", "--engine", "stream-json", "--format", "json"]
+    proc = subprocess.run(
+        [*argv, "--max-tokens", "500", "--timeout", "10", "go"],  # a hung turn would outlive this test
+        env=isolated_env(tmp_path / "home", AGY_HOST_TTY="none") | agy.env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert proc.returncode == 6, proc.stderr
+    assert "over --max-tokens 500" in events[-1]["error"]
+    assert any(e["type"] == "notice" and e["message"].startswith("stopping the turn:") for e in events)
