@@ -87,7 +87,7 @@ class Pane:
 
 
 @pytest.fixture
-def pane_for(tmp_path: Path) -> Iterator[list[Pane]]:
+def pane_for() -> Iterator[list[Pane]]:
     panes: list[Pane] = []
     yield panes
     for pane in panes:

@@ -373,7 +373,6 @@ class StreamJsonDriver:
                     turn.timers.stop()
                     nursery.cancel_scope.cancel()
             if outcome is None:
-                settle.emit_partial_usage(turn)
                 outcome = settle.failed(turn, "the stream-json turn ended without an outcome", "internal")
         except Exception as exc:  # a bug must surface as a turn error, never a hang
             self.lifecycle.add("turn-crashed", error=repr(exc)[:300])
@@ -429,13 +428,11 @@ class StreamJsonDriver:
             return settle.failed(turn, f"agy did not start within the {fired or 'turn'} budget", "timeout")
         if turn.result is None and fired is not None:
             await self._teardown(child, f"timer:{fired}")
-            settle.emit_partial_usage(turn)
             if fired == "deadline":
                 return settle.failed(turn, f"agy exceeded the {minutes(req.timeout_s)} turn deadline", "timeout")
             return settle.failed(turn, f"agy stalled for {minutes(req.inactivity_s)} with no output", "inactivity")
         if turn.result is None:
             await self._retire(child, "output ended")
-            settle.emit_partial_usage(turn)
             started = bool(turn.mapper.seen)  # agy said something about this turn
             message, kind = death_failure(child.returncode, child.stderr_tail(), turn.statements, started)
             return settle.failed(turn, message, kind)

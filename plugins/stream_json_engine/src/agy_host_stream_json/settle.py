@@ -40,13 +40,6 @@ def failed(turn: Turn, error: str, kind: ErrorKind, agent_stop_reason: str = "")
     return failed_outcome(turn, error, kind, agent_stop_reason)
 
 
-def emit_partial_usage(turn: Turn) -> None:
-    """A turn that ended without a result still reports what its steps used."""
-    counts = turn.mapper.usage.counts()
-    if counts is not None:
-        turn.handle.emit(UsageActivity(turn=counts))
-
-
 def response_of(turn: Turn, result: Result) -> str:
     """The streamed text; else ``result.response``, emitted as the answer."""
     mapper = turn.mapper
@@ -138,7 +131,6 @@ def outcome_of(turn: Turn, result: Result, exit_code: int | None) -> OutcomeActi
 
 
 __all__ = [
-    "emit_partial_usage",
     "failed",
     "is_print_timeout",
     "may_be_print_timeout",
