@@ -174,6 +174,34 @@ def test_an_antigravity_question_is_answered_by_a_rule_and_never_by_auto(tmp_pat
     assert proc.returncode == 5 and "NO ANSWER" in proc.stdout, proc.stderr
 
 
+def test_an_antigravity_question_is_asked_at_the_terminal_under_the_default_policy(tmp_path: Path) -> None:
+    """The broker's order holds for every kind of question: no rule and no
+    program answered, so the person at the terminal is asked, under the
+    default policy too (``auto`` never picks an answer, but it no longer
+    keeps the question from the person)."""
+    import subprocess
+    import sys
+
+    from agy_host.testing.terminal import Pty
+
+    agent = fake_acp_agent_command(BRANCH_QUESTION, workdir=tmp_path / "agents")
+    with Pty() as tty:
+        tty.type("2\n")  # 2) dev
+        proc = subprocess.run(
+            [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, "go"],
+            env=isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY=tty.path),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        screen = tty.screen()
+    context = f"{proc.stdout}\n{proc.stderr}\n--- terminal ---\n{screen}"
+    assert "Which branch?" in screen and "dev" in screen, context
+    assert proc.returncode == 0 and "ON DEV" in proc.stdout, context
+
+
 async def test_the_python_callback_answers_an_antigravity_question(tmp_path: Path) -> None:
     import agy_host
     from agy_host.contract.interactions import Question

@@ -24,6 +24,7 @@ class Scripted:
     """A policy that answers from a list and counts how often it was asked."""
 
     name = "scripted"
+    asks_person = False
 
     def __init__(self, *answers: str | None) -> None:
         self.answers = list(answers)
@@ -94,6 +95,7 @@ async def test_a_name_that_is_only_the_kind_again_is_no_name() -> None:
 
 async def test_questions_are_never_remembered() -> None:
     policy = Scripted("always", "once")
+    policy.asks_person = True  # a question reaches only a policy that asks the person
     b = broker(policy)
     await b.decide(request(is_question=True))
     assert (await b.decide(request(is_question=True))).policy == "scripted"
@@ -159,3 +161,12 @@ async def test_always_answers_the_requests_still_waiting_for_the_same_tool() -> 
     assert shown == ["Run: make"], "the waiting request was asked anyway"
     assert got["Run: make"].policy == "ask" and got["Run: make test"].policy == "remembered"
     assert got["Run: make test"].option_id == "always"
+
+
+async def test_a_question_never_reaches_a_policy_that_does_not_ask_the_person() -> None:
+    """``auto``, ``deny`` and a program's policy never pick an answer for a
+    person: with no rule, no program and no terminal, the question is cancelled."""
+    policy = Scripted("always")
+    decision = await broker(policy).decide(request(is_question=True))
+    assert decision.option_id is None and "AGY_HOST_TTY=none" in decision.reason, decision
+    assert policy.asked == []

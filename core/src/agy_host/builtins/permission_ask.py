@@ -59,6 +59,8 @@ class AskPolicy:
     """Ask the person at the terminal; fall back per ``permissions.ask_fallback``."""
 
     name = "ask"
+    #: It shows a question with the agent's own answers itself (the broker leaves it the asking).
+    asks_person = True
 
     def __init__(self) -> None:
         self.fallback = "deny"

@@ -66,6 +66,8 @@ class RulesPolicy:
     """Config rules; see the module docstring."""
 
     name = "rules"
+    #: It shows a question with the agent's own answers itself (the broker leaves it the asking).
+    asks_person = True
 
     def __init__(self) -> None:
         self.rules: list[PermissionRule] = []

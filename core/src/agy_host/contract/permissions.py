@@ -54,7 +54,12 @@ class PermissionDecision(msgspec.Struct, kw_only=True, omit_defaults=True):
 @runtime_checkable
 class PermissionPolicy(Protocol):
     """A named permission policy. ``decide`` may await (an interactive policy
-    asks the human) but must return; the engine bounds it with a deadline."""
+    asks the human) but must return; the engine bounds it with a deadline.
+
+    A policy that asks the person itself may set ``asks_person = True``: the
+    broker then hands it Antigravity's questions (``interaction_`` requests)
+    that no answer rule or program answered. Every other policy never sees a
+    question: the broker asks it at the terminal, as it asks every question."""
 
     name: str
 

@@ -217,14 +217,20 @@ class InteractionBroker:
         """Answer one permission request; never raises (except trio's own
         cancellation of the caller) and never waits past the bound.
 
-        Antigravity's questions (``interaction_`` requests) go to the answer
-        rules and the program first (:meth:`ask` without the terminal), then
-        to the policy, which asks the person (``ask``) or cancels: ``auto``
-        never answers a question."""
+        Antigravity's questions (``interaction_`` requests) keep the order of
+        every other question: the answer rules, the program, then the person.
+        A policy that asks the person itself (``ask``, ``rules``: they show
+        the agent's own options) asks; under any other policy (``auto``,
+        ``deny``, a program's) the broker asks at the terminal, as it does
+        for ACP forms, and without one the question is cancelled,
+        unanswered: a policy never picks an answer for a person."""
         if request.is_question:
-            answered = await self._question_from_rules(request)
+            asks = self._policy is not None and bool(getattr(self._policy(), "asks_person", False))
+            answered = await self._question(request, terminal=not asks)
             if answered is not None:
                 return answered
+            if not asks:
+                return PermissionDecision(option_id=None, policy="host", reason="a question needs a person; cancelled")
         import trio
 
         key = self.remembered.key(request)
@@ -285,7 +291,9 @@ class InteractionBroker:
             )
         return decision
 
-    async def _question_from_rules(self, request: PermissionRequest) -> PermissionDecision | None:
+    async def _question(self, request: PermissionRequest, *, terminal: bool) -> PermissionDecision | None:
+        """The question as a choice through :meth:`ask`; ``None`` when nobody
+        answered (a reason is then in the cancel the caller sends)."""
         names = [opt.name or opt.option_id for opt in request.options]
         question = Question(
             kind="choice",
@@ -295,9 +303,11 @@ class InteractionBroker:
             tool=request.tool_name,
             choices=names,
         )
-        answer = await self.ask(question, terminal=False)
+        answer = await self.ask(question, terminal=terminal)
         if answer.unanswered:
-            return None  # the policy asks the person (``ask``), or cancels
+            if terminal:
+                return PermissionDecision(option_id=None, policy=answer.by or "host", reason=answer.reason)
+            return None  # the policy asks the person (``ask``, ``rules``)
         if answer.action != "accept":
             return PermissionDecision(option_id=None, policy=answer.by, reason=answer.reason or answer.action)
         wanted = str(answer.values.get("answer", "")).strip().lower()
