@@ -172,3 +172,14 @@ async def test_request_timeout_names_the_method() -> None:
             await h.rpc.request("initialize", {}, timeout=0.05)
         assert h.rpc.in_flight == 0
         nursery.cancel_scope.cancel()
+
+
+def test_field_errors_of_an_invalid_params_answer() -> None:
+    from agy_host_acp.jsonrpc import JsonRpcError, field_errors
+
+    many = {"errors": [{"loc": ["a", i], "msg": "bad"} for i in range(7)]}
+    assert field_errors(many) == "a.0: bad; a.1: bad; a.2: bad; a.3: bad; a.4: bad; and 2 more"
+    assert field_errors([{"path": [], "message": "Expected object"}]) == "(request): Expected object"
+    assert field_errors({"errors": "not a list"}) == "" and field_errors(None) == ""
+    err = JsonRpcError(-32602, "Invalid params", {"message": "bad prompt", "errors": [{"loc": ["x"], "msg": "y"}]})
+    assert err.detail == "bad prompt; x: y"

@@ -59,16 +59,47 @@ class JsonRpcError(Exception):
 
     @property
     def detail(self) -> str:
-        """The agent's own remediation text when it sent one in ``data``."""
+        """The agent's own remediation text when it sent one in ``data``, and
+        the field paths of a validation error (``-32602``), which say exactly
+        which part of agy-host's request the agent refused."""
         data = self.data
+        fields = field_errors(data)
         if isinstance(data, dict):
             for key in ("message", "details", "detail", "reason"):
                 value = data.get(key)
                 if isinstance(value, str) and value:
-                    return value
+                    return f"{value}; {fields}" if fields else value
         if isinstance(data, str):
             return data
+        return fields
+
+
+#: Validation errors shown in one message; the rest are counted.
+_FIELD_ERRORS_SHOWN = 5
+
+
+def field_errors(data: Any) -> str:
+    """``data.errors[]`` of an invalid-params answer as ``path: message``.
+
+    The ACP SDKs validate requests with pydantic (Python: ``loc``, ``msg``)
+    or zod (TypeScript: ``path``, ``message``); a list at the top of ``data``
+    is accepted too. Anything else is ignored (``""``)."""
+    errors = data.get("errors") if isinstance(data, dict) else data
+    if not isinstance(errors, list):
         return ""
+    parts: list[str] = []
+    for error in errors:
+        if not isinstance(error, dict):
+            continue
+        loc = error.get("loc", error.get("path"))
+        where = ".".join(str(p) for p in loc) if isinstance(loc, list) else str(loc or "")
+        what = error.get("msg", error.get("message", ""))
+        parts.append(f"{where or '(request)'}: {what}" if what else where)
+    if not parts:
+        return ""
+    more = len(parts) - _FIELD_ERRORS_SHOWN
+    shown = "; ".join(parts[:_FIELD_ERRORS_SHOWN])
+    return shown + (f"; and {more} more" if more > 0 else "")
 
 
 class ConnectionClosed(Exception):
@@ -399,4 +430,5 @@ __all__ = [
     "JsonRpcError",
     "LineBuffer",
     "RequestTimeout",
+    "field_errors",
 ]
