@@ -231,6 +231,7 @@ class _Opener(contextlib.AbstractAsyncContextManager["Session"]):
 
         library = current_library()
         host = self.options.host()
+        self._stack.callback(host.close)
         session = Session(self.options, host)
         if library == "trio":
             from agy_host.api._loops import TrioLoop
@@ -287,6 +288,7 @@ def open_session(
     answers: str | Path | Sequence[Mapping[str, Any]] | None = None,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    trace: str | Path | None = None,
 ) -> contextlib.AbstractAsyncContextManager[Session]:
     """Open a session on an agent: ``async with open_session(...) as s``.
 
@@ -301,7 +303,9 @@ def open_session(
     ``--answers``), then ``on_question`` (sync or async: an ``Answer``, a
     dict of form values, a str, ``True``/``False``, or ``None`` to cancel);
     unanswered, they fail the turn closed (exit code 5). ``max_tokens`` and
-    ``max_cost`` stop a turn that crosses them (exit code 6).
+    ``max_cost`` stop a turn that crosses them (exit code 6). ``trace``
+    appends every frame to and from the agent to a file, secrets redacted
+    (``--trace``; ``AGY_HOST_TRACE`` in ``env`` does the same).
     """
     from agy_host.api._setup import Options
 
@@ -326,6 +330,7 @@ def open_session(
         answers=answers,
         max_tokens=max_tokens,
         max_cost=max_cost,
+        trace=trace,
     )
     return _Opener(options)
 

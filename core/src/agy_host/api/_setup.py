@@ -119,6 +119,8 @@ class Options:
             raise UsageError("on_question is not callable")
         self.on_question: Callable[[Question], Any] | None = on_question
         self.answers = _answer_rules(kw.get("answers"))
+        trace = kw.get("trace")
+        self.trace: str | None = str(Path(trace).expanduser().absolute()) if trace else None
 
     def host(self) -> Host:
         """The run context: config, env, plugins; the engine loaded and checked."""
@@ -134,6 +136,7 @@ class Options:
                 permissions=self.policy,
                 extra_plugins=extra,
                 warn=log.warning,  # visible on stderr by default, configurable
+                trace=self.trace,
             )
         except EngineError as exc:
             raise EngineUnavailable(str(exc)) from exc
@@ -142,6 +145,17 @@ class Options:
         host.answer_rules = self.answers
         if self.on_question is not None:
             host.question_callback = _question_callback(self.on_question)
+        try:
+            self._check(host)
+        except BaseException:
+            host.close()
+            raise
+        return host
+
+    def _check(self, host: Host) -> None:
+        """The engine loads, the session exists when resumed, the policy can work."""
+        from agy_host.engine.base import EngineError
+
         try:
             engine = host.load_engine()
         except EngineError as exc:
@@ -152,7 +166,6 @@ class Options:
         problem = host.policy_problem()
         if problem:
             raise UsageError(problem)
-        return host
 
 
 def _answer_rules(given: object) -> list[AnswerRule]:

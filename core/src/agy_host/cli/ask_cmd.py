@@ -74,6 +74,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         add_dir: opt.AddDirs = None,
         max_tokens: opt.MaxTokens = None,
         max_cost: opt.MaxCost = None,
+        trace: opt.Trace = None,
         files: opt.Files = None,
         images: opt.Images = None,
     ) -> None:

@@ -206,6 +206,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         add_dir: opt.AddDirs = None,
         max_tokens: opt.MaxTokens = None,
         max_cost: opt.MaxCost = None,
+        trace: opt.Trace = None,
         verbose: opt.Verbose = False,
     ) -> None:
         checked = opt.common("chat", locals())

@@ -139,7 +139,8 @@ async def _engine(chat: Chat, rest: str) -> None:
         chat.say(f"unknown engine {rest!r}; installed: {', '.join(installed) or 'none'}", "red")
         return
     opts = chat.opts
-    host = chat.state.host(engine=rest, agent=opts.agent if rest == "acp" else None, permissions=opts.permissions)
+    agent = opts.agent if rest == "acp" else None
+    host = chat.state.host(engine=rest, agent=agent, permissions=opts.permissions, trace=opts.trace)
     apply_overrides(host, chat.host.config.system_prompt, chat.host.config.prompt.digest)
     if not await chat.switch(host):
         return

@@ -36,10 +36,19 @@ class CliState:
             self._plugins = plugins
         return self._plugins
 
-    def host(self, *, engine: str | None = None, agent: str | None = None, permissions: str | None = None) -> Host:
+    def host(
+        self,
+        *,
+        engine: str | None = None,
+        agent: str | None = None,
+        permissions: str | None = None,
+        trace: str | None = None,
+    ) -> Host:
         from agy_host.runtime.host import Host
 
-        return Host(env=self.env, engine=engine, agent=agent, permissions=permissions, plugins=self.plugins)
+        return Host(
+            env=self.env, engine=engine, agent=agent, permissions=permissions, plugins=self.plugins, trace=trace
+        )
 
 
 __all__ = ["CliState"]

@@ -111,6 +111,16 @@ Answers = Annotated[
         metavar="FILE",
     ),
 ]
+Trace = Annotated[
+    Path | None,
+    typer.Option(
+        "--trace",
+        help="Append every frame to and from the agent to FILE, one JSON line each, secrets redacted "
+        "(for a bug report; also AGY_HOST_TRACE=FILE).",
+        dir_okay=False,
+        metavar="FILE",
+    ),
+]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's thinking.")]
 Files = Annotated[list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")]
 Images = Annotated[list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")]
@@ -140,6 +150,8 @@ class TurnOptions(msgspec.Struct, kw_only=True):
     add_dirs: list[str] = msgspec.field(default_factory=list)
     max_tokens: int | None = None
     max_cost: float | None = None
+    #: ``--trace FILE``, absolute; ``None`` leaves it to ``AGY_HOST_TRACE``.
+    trace: str | None = None
     files: list[str] = msgspec.field(default_factory=list)
     images: list[str] = msgspec.field(default_factory=list)
 
@@ -194,6 +206,7 @@ def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
         "inactivity_min": given.get("inactivity"),
         "answers": str(given["answers"]) if given.get("answers") else None,
         "add_dirs": _dirs(given.get("add_dir") or []),
+        "trace": _trace(given.get("trace")),
     }
 
 
@@ -207,6 +220,16 @@ def _dirs(given: list[Path]) -> list[str]:
         if str(resolved) not in out:
             out.append(str(resolved))
     return out
+
+
+def _trace(given: Path | None) -> str | None:
+    """``--trace FILE``, absolute; exit 2 when its folder does not exist."""
+    if given is None:
+        return None
+    path = given.expanduser().absolute()
+    if not path.parent.is_dir():
+        fail(f"--trace {str(given)!r}: the folder {str(path.parent)!r} does not exist", ExitCode.USAGE)
+    return str(path)
 
 
 class SetupFailed(Exception):
@@ -234,7 +257,7 @@ def open_host(state: CliState, opts: TurnOptions) -> tuple[Host, EngineT]:
     consumer still gets its closing document)."""
     from agy_host.engine.base import EngineError
 
-    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
+    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions, trace=opts.trace)
     apply_overrides(host, opts.system_prompt, opts.digest)
     if opts.answers:
         from agy_host.service.interactions import AnswersFileError, load_answers
@@ -333,6 +356,7 @@ __all__ = [
     "SkipPermissions",
     "SystemPrompt",
     "Timeout",
+    "Trace",
     "TurnOptions",
     "Verbose",
     "build_renderer",

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from agy_host.contract.permissions import PermissionDecision, PermissionRequest
     from agy_host.contract.tools import HostTool
     from agy_host.engine.driver import TurnDriver
+    from agy_host.engine.trace import TraceTap, WireTrace
 
 ENGINE_GROUP = "agy_host.engines"
 
@@ -87,8 +88,8 @@ McpServersProvider = Callable[[], list[McpServerSpec]]
 
 class EngineContext:
     """What the host hands an engine: config, state dir, the permission
-    decider, MCP servers to register, the host tools, and a sink for
-    user-visible notices.
+    decider, MCP servers to register, the host tools, a sink for
+    user-visible notices, and the wire trace when one was asked for.
 
     Plain attributes, so an engine author can build one in a test.
     """
@@ -106,6 +107,7 @@ class EngineContext:
         tools: Callable[[], list[HostTool]] = list,
         permission_policy: str = "",
         ask_question: QuestionAsker | None = None,
+        trace: WireTrace | None = None,
     ) -> None:
         self.config = config
         self.state_dir = state_dir
@@ -126,6 +128,10 @@ class EngineContext:
         #: asks the user (an ACP elicitation); it always answers, and fails
         #: closed (``cancel``, ``unanswered``) when nobody can.
         self.ask_question: QuestionAsker = ask_question or nobody_answers
+        #: ``--trace FILE`` / ``AGY_HOST_TRACE``: where every frame in and out
+        #: is written; ``None`` when tracing is off. Engines write through
+        #: :meth:`Engine.wire_trace`.
+        self.trace = trace
 
 
 class PlanRequest(msgspec.Struct, kw_only=True, frozen=True):
@@ -202,6 +208,13 @@ class Engine(abc.ABC):
         """The session store key of a host session on this engine."""
         suffix = self.STORE_SUFFIX if self.STORE_SUFFIX is not None else f"@{self.ENGINE_NAME}"
         return f"{session}{suffix}"
+
+    def wire_trace(self) -> TraceTap | None:
+        """This engine's pen on the host's wire trace, ``None`` when tracing
+        is off: every frame to and from the agent goes through it
+        (:mod:`agy_host.engine.trace`)."""
+        trace = self.ctx.trace
+        return trace.tap(self.ENGINE_NAME) if trace is not None else None
 
     def agent_label(self) -> str:
         """Which agent this engine drives (a command or profile), for display."""

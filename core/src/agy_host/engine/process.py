@@ -39,8 +39,12 @@ import signal
 import subprocess
 import weakref
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import trio
+
+if TYPE_CHECKING:
+    from agy_host.engine.trace import TraceTap
 
 log = logging.getLogger(__name__)
 
@@ -177,11 +181,14 @@ class GroupChild:
     exit watched, and a group kill. Engines subclass it for their stdout.
 
     Subclasses override :meth:`on_stderr_line` and :meth:`on_exited`; the
-    engine starts :meth:`drain_stderr` and :meth:`wait` in its nursery."""
+    engine starts :meth:`drain_stderr` and :meth:`wait` in its nursery, after
+    setting :attr:`trace` when the host traces the wire."""
 
     def __init__(self, proc: trio.Process) -> None:
         self._proc = proc
         self.pid = proc.pid
+        #: The engine's wire trace: every stderr line is written there too.
+        self.trace: TraceTap | None = None
         self._tail = ""
         self.returncode: int | None = None
         self.exited = trio.Event()
@@ -221,8 +228,11 @@ class GroupChild:
         self.stderr_done.set()
 
     def _stderr_line(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        if self.trace is not None:
+            self.trace.stderr(line)
         try:
-            self.on_stderr_line(raw.decode("utf-8", "replace").rstrip("\r"))
+            self.on_stderr_line(line)
         except Exception:  # a bug in a callback must not stop the draining
             log.exception("handling the agent's stderr failed")
 

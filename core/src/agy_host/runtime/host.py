@@ -18,6 +18,11 @@ methods the host calls when present: a policy's ``configure(config, env)``
 once it is selected (and ``check_ready()``, a reason the command must not
 start), a service's ``bind_host(ctx)`` with the command's
 :class:`~agy_host.service.roundtrips.ServiceContext` before it starts.
+
+The wire trace (``--trace FILE``, else ``AGY_HOST_TRACE``) is opened with
+the engine, so commands that load no engine never create the file; it is
+told the secrets of the environment, the config and the MCP servers' headers
+(the bridge's token), which it then redacts wherever they appear.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import msgspec
 
 from agy_host import config as config_mod
 from agy_host.engine.base import EngineError, installed_engines, load_engine_class
+from agy_host.engine.trace import trace_target
 from agy_host.plugins import Plugins
 
 if TYPE_CHECKING:
@@ -40,7 +46,8 @@ if TYPE_CHECKING:
     from agy_host.config import AnswerRule
     from agy_host.contract.interactions import Answer, Question, QuestionAsker
     from agy_host.contract.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
-    from agy_host.engine.base import Engine, EngineContext, EngineFactory
+    from agy_host.engine.base import Engine, EngineContext, EngineFactory, McpServerSpec
+    from agy_host.engine.trace import WireTrace
     from agy_host.runtime.store import SessionStore
     from agy_host.service.base import Service
     from agy_host.service.interactions import InteractionBroker
@@ -85,8 +92,12 @@ class Host:
         extra_plugins: Sequence[object] = (),
         warn: Callable[[str], None] | None = None,
         config_path: Path | None = None,
+        trace: str | os.PathLike[str] | None = None,
     ) -> None:
         self.env: Mapping[str, str] = os.environ if env is None else env
+        #: Where the wire trace goes (``trace``, else ``AGY_HOST_TRACE``); ``None``: off.
+        self.trace_path = trace_target(trace, self.env)
+        self._trace: WireTrace | None = None
         self.warnings: list[str] = []
         self._sink = warn or stderr_warning
         self.config_path = config_path or config_mod.config_path(self.env)
@@ -211,14 +222,46 @@ class Host:
             config=self.config,
             state_dir=self.state_dir,
             decide_permission=self.decide_permission,
-            mcp_servers=lambda: self.plugins.mcp_servers(engine_name),
+            mcp_servers=lambda: self.mcp_servers(engine_name),
             agent=self.agent,
             env=self.env,
             warn=self.warn,
             tools=self.plugins.tools,
             permission_policy=self.permissions_flag or self.config.permissions.policy or DEFAULT_POLICY,
             ask_question=self.ask_question,
+            trace=self.wire_trace(),
         )
+
+    def mcp_servers(self, engine_name: str) -> list[McpServerSpec]:
+        """The MCP servers for the engine; their secret headers (the bridge's
+        token) are told to the wire trace first."""
+        servers = self.plugins.mcp_servers(engine_name)
+        if self._trace is not None:
+            from agy_host.engine.redact import sensitive_name
+
+            self._trace.add_secrets(v for srv in servers for k, v in srv.headers.items() if sensitive_name(k))
+        return servers
+
+    # -- the wire trace ------------------------------------------------------------------
+
+    def wire_trace(self) -> WireTrace | None:
+        """The wire trace, opened on first use; ``None`` when tracing is off.
+        A file that cannot be opened is an :class:`EngineError` naming it."""
+        if self.trace_path is None or self._trace is not None:
+            return self._trace
+        from agy_host.engine.trace import WireTrace
+
+        try:
+            self._trace = WireTrace.open(self.trace_path, env=self.env, config=self.config)
+        except OSError as exc:
+            raise EngineError(f"cannot write the wire trace to {self.trace_path}: {exc.strerror or exc}") from exc
+        return self._trace
+
+    def close(self) -> None:
+        """Close what the host opened for its command (the wire trace)."""
+        trace, self._trace = self._trace, None
+        if trace is not None:
+            trace.close()
 
     # -- questions ---------------------------------------------------------------------
 
