@@ -22,7 +22,7 @@ import operator
 import re
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import trio
@@ -44,6 +44,9 @@ from agy_host_acp.jsonrpc import (
 from agy_host_acp.process import AgentProcess
 from agy_host_acp.profiles import AgentSpec
 from agy_host_acp.session_params import session_params
+
+if TYPE_CHECKING:
+    from agy_host.engine.trace import TraceTap
 
 CLIENT_NAME = "agy-host"
 
@@ -102,8 +105,11 @@ class AcpConnection:
         initialize_timeout: float = 30.0,
         session_timeout: float = 20.0,
         kill_grace: float = KILL_GRACE_S,
+        trace: TraceTap | None = None,
     ) -> None:
         self.spec = spec
+        #: The wire trace (``--trace``): every line in and out, and stderr.
+        self.trace = trace
         self.cwd = cwd
         self._env = dict(env)
         self._env.update(spec.env)
@@ -187,6 +193,7 @@ class AcpConnection:
         self.proc = await AgentProcess.open(
             self.spec.command, cwd=self.cwd, env=self._env, on_stderr_line=self._stderr_line
         )
+        self.proc.trace = self.trace
         try:
             await self._watch(self.proc, task_status)
         finally:
@@ -210,6 +217,7 @@ class AcpConnection:
                     handler=self._fast_update,
                     batch_handler=self._fast_updates,
                 ),
+                trace=self.trace,
             )
             self.log.add("spawn", pid=proc.pid, command=self.spec.label)
             await nursery.start(self.rpc.run)

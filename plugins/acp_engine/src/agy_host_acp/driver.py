@@ -187,6 +187,7 @@ class AcpDriver:
                 initialize_timeout=acp.initialize_timeout_seconds,
                 session_timeout=acp.session_timeout_seconds,
                 kill_grace=acp.kill_grace_seconds,
+                trace=self.engine.wire_trace(),
             )
             self._conn = conn
             try:

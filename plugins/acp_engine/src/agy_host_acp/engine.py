@@ -103,6 +103,7 @@ class AcpEngine(Engine):
                     initialize_timeout=acp.initialize_timeout_seconds,
                     session_timeout=acp.session_timeout_seconds,
                     kill_grace=acp.kill_grace_seconds,
+                    trace=self.wire_trace(),
                 )
                 try:
                     await conn.start(nursery)

@@ -24,6 +24,10 @@ What this layer guarantees, because real agents need each of them:
 Notifications are dispatched synchronously from the read loop: they are the
 hot path (hundreds of thousands of ``session/update`` chunks per turn), so
 they cost one decode and one callback each, with no task switch.
+
+The wire trace (``--trace``) sees every line of a read before it is
+dispatched, so the fast path and the generic path are traced alike; with
+tracing off that is one ``is None`` check per read, not per line.
 """
 
 from __future__ import annotations
@@ -32,12 +36,15 @@ import contextlib
 import itertools
 import math
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
 from agy_host.engine.process import MAX_LINE_BYTES, LineSplitter
+
+if TYPE_CHECKING:
+    from agy_host.engine.trace import TraceTap
 
 READ_CHUNK = 256 * 1024
 
@@ -181,6 +188,7 @@ class JsonRpcConnection:
         on_protocol_error: ErrorHandler,
         max_line: int = MAX_LINE_BYTES,
         fast_path: FastPath | None = None,
+        trace: TraceTap | None = None,
     ) -> None:
         self._send = send
         self._receive = receive
@@ -188,6 +196,7 @@ class JsonRpcConnection:
         self._on_request = on_request
         self._on_protocol_error = on_protocol_error
         self._fast = fast_path
+        self._trace = trace
         self._buffer = LineBuffer(max_line)
         self._ids = itertools.count(0)
         self._pending: dict[int | str, _Pending] = {}
@@ -219,6 +228,7 @@ class JsonRpcConnection:
         receive = self._receive.receive_some
         feed = self._buffer.feed
         batched = self._fast is not None and self._fast.batch_handler is not None
+        trace = self._trace
         while True:
             try:
                 data = await receive(READ_CHUNK)
@@ -227,9 +237,15 @@ class JsonRpcConnection:
             if not data:
                 tail = self._buffer.flush()
                 if tail.strip():
+                    if trace is not None:
+                        trace.received(tail)
                     self._dispatch(tail)
                 return
             lines, dropped = feed(data)
+            if trace is not None:
+                for line in lines:
+                    if line:
+                        trace.received(line)
             if dropped:
                 self._on_protocol_error(f"refused {dropped} line(s) longer than {self._buffer.max_line} bytes", b"")
             if batched:
@@ -348,6 +364,8 @@ class JsonRpcConnection:
 
     async def _write(self, message: Any) -> None:
         data = self._encoder.encode(message) + b"\n"
+        if self._trace is not None:
+            self._trace.sent(data)
         async with self._send_lock:
             try:
                 await self._send.send_all(data)
