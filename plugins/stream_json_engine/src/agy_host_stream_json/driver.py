@@ -311,6 +311,7 @@ class StreamJsonDriver:
                 generation=self._generation,
                 profile=profile,
                 sink=self,
+                trace=self.engine.wire_trace(),
             )
         except SpawnError as exc:
             self.state = "dead"

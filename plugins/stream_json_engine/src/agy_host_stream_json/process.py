@@ -12,6 +12,8 @@
   because agy states failures there (``error: ...``, ``AGY_ERROR: {...}``).
 * Every callback carries the process object, so the driver can ignore a dead
   child's late output by comparing generations.
+* With a wire trace (``--trace``), every stdin line written and every stdout
+  line read is traced (stderr lines by core's child).
 """
 
 from __future__ import annotations
@@ -19,13 +21,16 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 from agy_host.engine.process import STDERR_TAIL_CHARS, GroupChild, SpawnError, open_in_own_group
 from agy_host_stream_json.profile import Profile
 from agy_host_stream_json.wire import Event, LineBuffer, Unknown, parse
+
+if TYPE_CHECKING:
+    from agy_host.engine.trace import TraceTap
 
 log = logging.getLogger(__name__)
 
@@ -69,10 +74,12 @@ class AgyProcess(GroupChild):
         generation: int,
         profile: Profile,
         sink: Sink,
+        trace: TraceTap | None = None,
     ) -> AgyProcess:
         """Start agy in its own process group; its readers run in ``nursery``."""
         proc = await open_in_own_group(argv, cwd=cwd, env=env, what="agy")
         child = cls(proc, argv, generation, profile, sink)
+        child.trace = trace
         nursery.start_soon(child._read_stdout)
         nursery.start_soon(child.drain_stderr)
         nursery.start_soon(child.wait)
@@ -104,6 +111,9 @@ class AgyProcess(GroupChild):
         sink = self._sink
         overflows = buf.overflows
         lines = buf.feed(data) if data else buf.flush()
+        if self.trace is not None:
+            for line in lines:
+                self.trace.received(line)
         try:
             if data:
                 sink.on_chunk(self)
@@ -126,6 +136,8 @@ class AgyProcess(GroupChild):
     async def send(self, data: bytes) -> str | None:
         """Write to agy's stdin; the error text when it is gone (agy may have
         printed a result and exited before reading: its stdout still counts)."""
+        if self.trace is not None:
+            self.trace.sent(data)
         try:
             await self._stdin.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
