@@ -5,8 +5,9 @@
 Runs a few scenarios through the real ``agy-host`` CLI and the real
 ``localharness`` (``$ANTIGRAVITY_HARNESS_PATH`` or ``.cache/harness``), the
 model played by the kit's scripted model API, with
-``AGY_HOST_HARNESS_RECORD`` set: every frame agy-host sent and received, one
-JSON line each. The replay tests (``plugins/harness_engine/tests/
+``AGY_HOST_HARNESS_RECORD`` set (the wire trace, ``--trace``, under its
+older name): every frame agy-host sent and received, one JSON line each,
+secrets redacted. The replay tests (``plugins/harness_engine/tests/
 test_replay_recordings.py``) feed the received frames back through the
 engine's turn. Re-record after bumping the pinned wheel.
 """

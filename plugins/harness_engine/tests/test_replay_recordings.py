@@ -28,7 +28,10 @@ RECORDINGS = Path(__file__).resolve().parent / "recordings" / "harness-0.1.22"
 
 
 def _frames(name: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (RECORDINGS / name).read_text().splitlines() if line.strip()]
+    """The recording's WebSocket frames (a wire trace also holds the
+    bootstrap and the harness's stderr)."""
+    entries = [json.loads(line) for line in (RECORDINGS / name).read_text().splitlines() if line.strip()]
+    return [e for e in entries if e["dir"] in ("in", "out") and "bootstrap" not in e["frame"]]
 
 
 async def replay(name: str) -> tuple[HarnessTurn, list[Activity], list[dict[str, Any]]]:

@@ -9,12 +9,13 @@ harness's stderr lines logged meanwhile.
 
 The reader routes every frame to the conversation's current turn through
 the driver's :class:`FrameSink`. A frame that is not JSON, or not an object of
-a known shape, is counted, logged and skipped: the turn goes on.
+a known shape, is counted, logged and skipped: the turn goes on. With a wire
+trace (``--trace``), every text frame sent and received is traced.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -26,23 +27,8 @@ from agy_host_harness.process import HarnessProcess
 from agy_host_harness.turn import HarnessTurn
 from agy_host_harness.websocket import WebSocket, WebSocketClosed, WebSocketError
 
-RECORD_ENV = "AGY_HOST_HARNESS_RECORD"
-
-
-class Recorder:
-    """``$AGY_HOST_HARNESS_RECORD=FILE``: every frame of every conversation,
-    appended as one JSON line (``{"dir": "out"|"in", "frame": ...}``), for
-    recording fixtures and for tests that assert on the wire. Written
-    synchronously: a debugging aid, off unless asked for."""
-
-    def __init__(self, path: str) -> None:
-        self._file = open(path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with the driver
-
-    def add(self, direction: str, frame: str) -> None:
-        self._file.write('{"dir": "' + direction + '", "frame": ' + frame + "}\n")
-
-    def close(self) -> None:
-        self._file.close()
+if TYPE_CHECKING:
+    from agy_host.engine.trace import TraceTap
 
 
 class FrameSink(Protocol):
@@ -62,10 +48,10 @@ class Conversation:
         profile: Profile,
         harness: HarnessProcess,
         *,
-        recorder: Recorder | None = None,
+        trace: TraceTap | None = None,
     ) -> None:
         self.ws = ws
-        self.recorder = recorder
+        self.trace = trace
         self.session = session
         self.cascade_id = cascade_id
         self.profile = profile
@@ -86,7 +72,7 @@ class Conversation:
         config: dict[str, Any],
         profile: Profile,
         timeout_s: float,
-        recorder: Recorder | None = None,
+        trace: TraceTap | None = None,
     ) -> Conversation:
         out = harness.output
         assert out is not None
@@ -99,13 +85,13 @@ class Conversation:
         try:
             with trio.fail_after(timeout_s):
                 first = wire.encode({"config": config})
-                if recorder is not None:
-                    recorder.add("out", first)
+                if trace is not None:
+                    trace.sent(first)
                 await ws.send(first)
                 while True:
                     text = await ws.receive()
-                    if recorder is not None:
-                        recorder.add("in", text)
+                    if trace is not None:
+                        trace.received(text)
                     event, _ = wire.decode_or_reason(text)
                     init = event.initialize_conversation_response if event is not None else None
                     if init is not None:
@@ -122,7 +108,7 @@ class Conversation:
         except BaseException:
             await ws.aclose()
             raise
-        conversation = cls(ws, session, init.cascade_id or resuming, profile, harness, recorder=recorder)
+        conversation = cls(ws, session, init.cascade_id or resuming, profile, harness, trace=trace)
         conversation.usage = init.cumulative_usage
         return conversation
 
@@ -131,8 +117,8 @@ class Conversation:
         if self.closed:
             return False
         text = wire.encode(message)
-        if self.recorder is not None:
-            self.recorder.add("out", text)
+        if self.trace is not None:
+            self.trace.sent(text)
         try:
             await self.ws.send(text)
         except WebSocketError:
@@ -146,8 +132,8 @@ class Conversation:
             while True:
                 text = await self.ws.receive()
                 self.frames += 1
-                if self.recorder is not None:
-                    self.recorder.add("in", text)
+                if self.trace is not None:
+                    self.trace.received(text)
                 event, why = wire.decode_or_reason(text)
                 if event is None:
                     self.bad_frames += 1

@@ -45,15 +45,20 @@ from agy_host.engine.turn import DriverTurns, TurnFailed, driver_scope
 from agy_host_harness import harness_config, outcome, prompting, wire
 from agy_host_harness.binary import INSTALL_HINT
 from agy_host_harness.bootstrap import BootstrapError
-from agy_host_harness.conversation import RECORD_ENV, Conversation, Recorder
+from agy_host_harness.conversation import Conversation
 from agy_host_harness.process import HarnessProcess, SpawnError
 from agy_host_harness.questions import answer_of, questions_of
 from agy_host_harness.questions import response as question_response
 from agy_host_harness.turn import HarnessTurn
 
 if TYPE_CHECKING:
+    from agy_host.engine.trace import TraceTap, WireTrace
     from agy_host_harness.engine import HarnessEngine
 
+#: The harness engine's name for the wire trace, older than ``--trace`` (the
+#: recordings and the parity rig use it): an alias of ``AGY_HOST_TRACE`` for
+#: this engine, ignored when the host traces already.
+RECORD_ENV = "AGY_HOST_HARNESS_RECORD"
 #: How long a re-opened conversation waits for the harness to release its id.
 IN_USE_WAIT_S = 5.0
 IN_USE = "is already in use"
@@ -93,8 +98,7 @@ class HarnessDriver:
         self.state = "idle"
         self.closed = False
         self.last_conversation: str | None = None
-        path = engine.ctx.env.get(RECORD_ENV, "").strip()
-        self.recorder = Recorder(path) if path else None
+        self.trace, self._own_trace = _wire_trace(engine)
         self.stats = dict.fromkeys(
             ("spawns", "turns", "conversations", "resumes", "reopens", "host_tools", "permissions", "bad_frames"), 0
         )
@@ -166,8 +170,8 @@ class HarnessDriver:
             if harness is not None:
                 await harness.close()
                 self.lifecycle.add("exit", pid=harness.pid, code=harness.returncode, why="shutdown")
-        if self.recorder is not None:
-            self.recorder.close()
+        if self._own_trace is not None:
+            self._own_trace.close()
         self.state = "closed"
 
     # -- frames (the conversation readers) ------------------------------------------------
@@ -313,6 +317,7 @@ class HarnessDriver:
                     cwd=str(paths.home),
                     storage_dir=str(paths.storage),
                     timeout_s=self.settings.start_timeout_seconds,
+                    trace=self.trace,
                 )
             except (SpawnError, BootstrapError, OSError) as exc:
                 self.state = "dead"
@@ -414,7 +419,7 @@ class HarnessDriver:
                     config=config,
                     profile=profile,
                     timeout_s=self.settings.start_timeout_seconds,
-                    recorder=self.recorder,
+                    trace=self.trace,
                 )
             except TurnFailed as exc:
                 if IN_USE not in str(exc) or trio.current_time() >= deadline:
@@ -545,8 +550,22 @@ def _permission_title(tool: str, args: dict[str, Any]) -> str:
     return f"{tool} {target}".strip()
 
 
+def _wire_trace(engine: HarnessEngine) -> tuple[TraceTap | None, WireTrace | None]:
+    """The host's wire trace; else ``$AGY_HOST_HARNESS_RECORD``'s (the same
+    trace under this engine's older name), opened here and closed with the
+    driver (the second value)."""
+    tap = engine.wire_trace()
+    path = engine.ctx.env.get(RECORD_ENV, "").strip()
+    if tap is not None or not path:
+        return tap, None
+    from agy_host.engine.trace import WireTrace
+
+    own = WireTrace.open(path, env=engine.ctx.env, config=engine.ctx.config)
+    return own.tap(engine.ENGINE_NAME), own
+
+
 def open_driver(engine: HarnessEngine) -> contextlib.AbstractAsyncContextManager[HarnessDriver]:
     return driver_scope(lambda nursery: HarnessDriver(engine, nursery), owner=engine)
 
 
-__all__ = ["HarnessDriver", "open_driver"]
+__all__ = ["RECORD_ENV", "HarnessDriver", "open_driver"]

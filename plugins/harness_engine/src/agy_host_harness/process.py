@@ -12,6 +12,9 @@ supervised, shut down.
 * Shut down by closing stdin (the harness exits in about 20 ms); killed with
   its group only when it does not. If agy-host dies, the harness sees EOF on
   stdin and exits by itself.
+* With a wire trace (``--trace``), the two bootstrap messages are traced as
+  their decoded fields (``{"bootstrap": {"InputConfig": {...}}}``, the
+  socket key redacted), and every stderr line.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import re
 import struct
 import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+import msgspec
 import trio
 
 from agy_host.engine.process import GroupChild, SpawnError, open_in_own_group
@@ -37,6 +42,9 @@ from agy_host_harness.bootstrap import (
     encode_input,
     frame,
 )
+
+if TYPE_CHECKING:
+    from agy_host.engine.trace import TraceTap
 
 #: Meaningful stderr lines kept for errors and doctor.
 STDERR_RING = 50
@@ -72,9 +80,11 @@ class HarnessProcess(GroupChild):
         cwd: str,
         storage_dir: str,
         timeout_s: float,
+        trace: TraceTap | None = None,
     ) -> HarnessProcess:
         proc = await open_in_own_group([path], cwd=cwd, env=env, what="the harness (localharness)")
         child = cls(proc, path)
+        child.trace = trace
         nursery.start_soon(child.drain_stderr)
         nursery.start_soon(child.wait)
         try:
@@ -100,7 +110,10 @@ class HarnessProcess(GroupChild):
             os=sys.platform,
             os_version=platform.release(),
         )
-        message = encode_input(InputConfig(storage_directory=storage_dir, client_info=info))
+        config = InputConfig(storage_directory=storage_dir, client_info=info)
+        message = encode_input(config)
+        if self.trace is not None:
+            self.trace.sent({"bootstrap": {"InputConfig": msgspec.to_builtins(config)}})
         try:
             await self._p.stdin.send_all(frame(message))
         except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
@@ -120,6 +133,9 @@ class HarnessProcess(GroupChild):
                 raise BootstrapError("the harness answered its bootstrap with something that is not an OutputConfig")
         size = struct.unpack("<I", data[:4])[0]
         self.output = decode_output(data[4 : 4 + size])
+        if self.trace is not None:
+            self.trace.add_secrets([self.output.api_key])
+            self.trace.received({"bootstrap": {"OutputConfig": msgspec.to_builtins(self.output)}})
 
     def on_stderr_line(self, line: str) -> None:
         text = meaningful(line)
