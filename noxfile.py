@@ -5,6 +5,7 @@
     nox -s interop           # only the real third-party ACP agents
     nox -s parity            # the parity suite, once per engine, each engine alone
     nox -s parity -- --report   # ... and rewrite docs/parity.md (checklist item x engine)
+    AGY_HOST_LIVE=1 nox -s parity-live   # the checklist against the real, signed-in agents (spends turns)
     nox -s isolated          # wheels of core + one engine in a fresh venv, one turn on a fake agent
     nox -l                   # list every session
 
@@ -182,6 +183,32 @@ def parity(session: nox.Session, engine: str) -> None:
         *session.posargs,
         env={**_pytest_env(), "AGY_HOST_PARITY_ENGINE": engine},
     )
+
+
+#: What the live check drives: both of Antigravity's engines (the real ACP
+#: server and the real agy CLI), and any ACP agent named by AGY_HOST_LIVE_AGENT.
+LIVE_ENGINES = ("acp", "stream-json")
+
+
+@nox.session(name="parity-live")
+def parity_live(session: nox.Session) -> None:
+    """The parity checklist against real, signed-in agents (tests/parity/test_live.py):
+    Antigravity's ACP server and the agy CLI as the engines find them, and
+    ``$AGY_HOST_LIVE_AGENT``. Spends real turns: only with AGY_HOST_LIVE=1, never
+    among the default sessions. It says how many turns before it starts, stops at
+    the first quota error, and skips (exit 0) with nothing signed in to run against.
+    ``-- --live-target acp`` runs one target, ``-- -k test_02`` one item."""
+    if os.environ.get("AGY_HOST_LIVE") != "1":
+        session.skip(
+            "live check skipped: AGY_HOST_LIVE=1 is not set (it runs the parity checklist against your real, "
+            "signed-in agents and spends turns; see docs/parity.md)"
+        )
+    missing = [name for name in LIVE_ENGINES if name not in ENGINES]
+    if missing:
+        session.error(f"the live check needs the {', '.join(missing)} engine plugin(s)")
+    companions = [ROOT / "plugins" / name for name in PARITY_COMPANIONS]
+    _install_workspace(session, *TEST_DEPS, plugins=[*(ENGINES[name] for name in LIVE_ENGINES), *companions])
+    session.run("pytest", str(PARITY_SUITE.relative_to(ROOT)), "--live", *session.posargs, env=_pytest_env())
 
 
 _ONLY_ENGINE = """

@@ -11,6 +11,13 @@ that quietly ran nothing would look like a pass.
 ``.cache/parity/<engine>.json`` and rewrites ``docs/parity.md`` from every
 engine's latest results, so ``nox -s parity -- --report`` (one session per
 engine) fills the whole table.
+
+``--live`` runs ``test_live.py`` instead of the fake-agent suite: the
+checklist against real, signed-in agents (``parity.live``), only with
+``AGY_HOST_LIVE=1``. Before anything runs it says how many agent turns the
+selected tests spend (each declares its own with ``live_turns(n)``); the
+first quota or rate-limit error ends the run (``pytest.exit``, exit 2); with
+nothing to run against it says why in one line and exits 0.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from parity.live import LIVE_ENV, LIVE_SECTION, TARGETS, Discovery, LiveHome, QuotaStop, Target, discover
 from parity.rigs import ENGINE_ENV, RIGS, AcpRig, Home, Rig, installed_engines
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +79,128 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="record results in .cache/parity/ and rewrite docs/parity.md (checklist item x engine)",
     )
+    group.addoption(
+        "--live",
+        action="store_true",
+        default=False,
+        help=f"run the checklist against real, signed-in agents (test_live.py; needs {LIVE_ENV}=1; spends turns)",
+    )
+    group.addoption(
+        "--live-target",
+        action="append",
+        default=[],
+        choices=TARGETS,
+        help="with --live: only this target (repeatable; default: every one found and signed in)",
+    )
+
+
+# ---------------------------------------------------------------------------
+# the live check
+# ---------------------------------------------------------------------------
+
+_LIVE = pytest.StashKey[Discovery]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "live_turns(n): how many agent turns a live test spends on a real model")
+    if not config.getoption("--live", default=False):
+        return
+    if os.environ.get(LIVE_ENV) != "1":
+        pytest.exit(f"live check skipped: {LIVE_ENV}=1 is not set (the live check spends real turns)", returncode=0)
+    try:
+        found = discover(os.environ, config.getoption("--live-target"))
+    except QuotaStop as exc:
+        pytest.exit(f"live check stopped while checking agy's sign-in: the agent reports a quota: {exc}", returncode=2)
+    if not found.targets:
+        why = "; ".join(found.missing)
+        pytest.exit(f"live check skipped: no signed-in agent to run against ({why})", returncode=0)
+    config.stash[_LIVE] = found
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """``--live`` collects only the live tests; without it, never."""
+    live = bool(config.getoption("--live", default=False))
+    if collection_path.name == "test_live.py" and not live:
+        return True
+    if collection_path.name == "test_parity.py" and live:
+        return True
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    unmarked = [i.nodeid for i in items if "live" in getattr(i, "fixturenames", ()) and not _turns(i)]
+    if unmarked:
+        raise pytest.UsageError(f"live tests must declare their turns with @pytest.mark.live_turns(n): {unmarked}")
+
+
+def _turns(item: pytest.Item) -> int:
+    marker = item.get_closest_marker("live_turns")
+    return int(marker.args[0]) if marker is not None else 0
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+    """Before anything runs: what the live check will spend, and on what."""
+    found = config.stash.get(_LIVE, None)
+    if found is None:
+        return []
+    turns = sum(_turns(i) for i in items)
+    lines = [f"live check: {len(items)} tests will spend {turns} agent turns on real models"]
+    if found.sign_in_turns:
+        lines[0] += f" (and {found.sign_in_turns} spent checking agy's sign-in)"
+    lines += [f"  on {t.name}: {t.label}" for t in found.targets]
+    lines += [f"  not run on {line}" for line in found.missing]
+    lines.append(f"  stops at the first quota or rate-limit error; items not run live: {NOT_LIVE}")
+    return lines
+
+
+#: The checklist items the live check leaves to the fakes, and why.
+NOT_LIVE = (
+    "16 (spawn, auth and protocol failures need fault injection: a healthy signed-in agent cannot be "
+    "made to fail that way without breaking the user's install or sign-in)"
+)
+
+
+def pytest_exception_interact(node: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
+    """The first quota or rate-limit error ends the live check."""
+    stop = _quota_stop(call.excinfo.value) if call.excinfo is not None else None
+    if stop is not None:
+        pytest.exit(
+            f"live check stopped at {node.nodeid}: the agent reports a quota or rate limit: {str(stop).rstrip('.')}. "
+            "Nothing more was run; run it again once the quota resets.",
+            returncode=2,
+        )
+
+
+def _quota_stop(exc: BaseException) -> QuotaStop | None:
+    """The :class:`QuotaStop` in ``exc``, also inside a trio nursery's exception group."""
+    if isinstance(exc, QuotaStop):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _quota_stop(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "live" in metafunc.fixturenames:
+        found = metafunc.config.stash.get(_LIVE, None)
+        targets = found.targets if found is not None else []
+        metafunc.parametrize("live", targets, ids=[t.name for t in targets])
+    if "engine" in metafunc.fixturenames:
+        engines = selected_engines(metafunc.config)
+        if not engines:
+            raise pytest.UsageError(
+                "no engine with a parity rig is installed: install agy-host-acp, agy-host-stream-json "
+                "or agy-host-harness"
+            )
+        metafunc.parametrize("engine", engines)
+
+
+@pytest.fixture
+def live_home(live: Target, tmp_path: Path) -> LiveHome:
+    return LiveHome(tmp_path / "live", live)
 
 
 def selected_engines(config: pytest.Config) -> list[str]:
@@ -88,17 +218,6 @@ def selected_engines(config: pytest.Config) -> list[str]:
                 f"engine {name!r} is not installed here (installed: {', '.join(installed) or 'none'})"
             )
     return wanted
-
-
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "engine" in metafunc.fixturenames:
-        engines = selected_engines(metafunc.config)
-        if not engines:
-            raise pytest.UsageError(
-                "no engine with a parity rig is installed: install agy-host-acp, agy-host-stream-json "
-                "or agy-host-harness"
-            )
-        metafunc.parametrize("engine", engines)
 
 
 @pytest.fixture
@@ -136,9 +255,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     callspec = getattr(item, "callspec", None)
     match = _ITEM.match(getattr(item, "originalname", item.name))
-    if callspec is None or "engine" not in callspec.params or match is None:
+    params = callspec.params if callspec is not None else {}
+    if match is None or not ("engine" in params or "live" in params):
         return report
-    engine = str(callspec.params["engine"])
+    engine = str(params["engine"]) if "engine" in params else f"{LIVE_PREFIX}{params['live'].name}"
     number = str(int(match.group(1)))
     entry = _results.setdefault(engine, {}).setdefault(number, {"outcome": "pass", "seconds": 0.0, "tests": []})
     if report.when == "call" or report.outcome != "passed":
@@ -170,13 +290,18 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     write_report()
 
 
+#: Results of the live check are kept as ``live-<target>`` beside the engines'.
+LIVE_PREFIX = "live-"
+
+
 def write_report() -> None:
-    columns = []
+    columns, live = [], []
     for path in sorted(RESULTS_DIR.glob("*.json")):
         data = json.loads(path.read_text())
         if data.get("engine") in RIGS:
             columns.append(data)
-    mark = {"pass": "pass", "fail": "**FAIL**", "xfail": "xfail (known gap)", "xpass": "**XPASS**", "skip": "skip"}
+        elif str(data.get("engine", "")).startswith(LIVE_PREFIX):
+            live.append(data)
     lines = [
         "# Parity report",
         "",
@@ -186,6 +311,25 @@ def write_report() -> None:
         "known product gap, asserted strictly (the test fails once the gap closes) and",
         "described in the test's reason.",
         "",
+        *_table(columns),
+    ]
+    if live:
+        lines += [
+            "",
+            "## Against the real agents",
+            "",
+            "The same checklist against real, signed-in agents (`AGY_HOST_LIVE=1 nox -s parity-live -- --report`,",
+            "see below); one column per target.",
+            "",
+            *_table(live),
+        ]
+    lines += ["", LIVE_SECTION.rstrip("\n")]
+    REPORT.write_text("\n".join(lines) + "\n")
+
+
+def _table(columns: list[dict[str, Any]]) -> list[str]:
+    mark = {"pass": "pass", "fail": "**FAIL**", "xfail": "xfail (known gap)", "xpass": "**XPASS**", "skip": "skip"}
+    lines = [
         "| # | checklist item | " + " | ".join(f"`{c['engine']}`" for c in columns) + " |",
         "|---|---|" + "---|" * len(columns),
     ]
@@ -199,4 +343,4 @@ def write_report() -> None:
     for column in columns:
         total = sum(float(e["seconds"]) for e in column["items"].values())
         lines.append(f"* `{column['engine']}`: {column['when']}, {total:.0f} s of test time")
-    REPORT.write_text("\n".join(lines) + "\n")
+    return lines
