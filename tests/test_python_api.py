@@ -85,6 +85,33 @@ def test_a_session_streams_typed_events_and_keeps_the_last_result(home: Home, lo
     assert agent.methods().count("initialize") == 1 and agent.methods().count("session/prompt") == 2
 
 
+@pytest.mark.parametrize("loop", LOOPS)
+def test_the_agents_plan_and_commands_are_typed_events(home: Home, loop: str) -> None:
+    agent = home.agent("plan")
+
+    async def main() -> list[Any]:
+        async with home.open(agent) as s:
+            return [
+                e async for e in s.prompt("fix it") if isinstance(e, (agy_host.PlanUpdated, agy_host.CommandsUpdated))
+            ]
+
+    seen = run_on(loop, main)
+    commands = [e for e in seen if isinstance(e, agy_host.CommandsUpdated)]
+    assert [c.name for c in commands[0].commands] == ["compact", "review", "model"]
+    assert commands[0].commands[0] == agy_host.AgentCommand(
+        name="compact",
+        description="Clear conversation history but keep a summary in context",
+        input_hint="optional custom summarization instructions",
+    )
+    plans = [e.entries for e in seen if isinstance(e, agy_host.PlanUpdated)]
+    assert [[entry.status for entry in plan] for plan in plans] == [
+        ["in_progress", "pending", "pending"],
+        ["completed", "in_progress", "pending"],
+        ["completed", "completed", "completed"],
+    ]
+    assert plans[0][0] == agy_host.PlanEntry(content="Read the failing test", status="in_progress", priority="high")
+
+
 def test_under_asyncio_no_thread_keeps_running(home: Home) -> None:
     agent = home.agent("happy")
     before = set(threading.enumerate())

@@ -24,10 +24,14 @@ def pty() -> Iterator[tuple[int, int]]:
         os.close(slave)
 
 
-async def read_with(pty: tuple[int, int], keys: bytes, history: History | None = None) -> str | None:
+async def read_with(
+    pty: tuple[int, int], keys: bytes, history: History | None = None, completions: list[str] | None = None
+) -> str | None:
     master, slave = pty
     out = os.fdopen(os.dup(slave), "w", encoding="utf-8")
     editor = LineEditor(fd=slave, out=out, history=history or History(None))
+    if completions is not None:
+        editor.completions = lambda: completions
     result: list[str | None] = []
 
     async def read() -> None:
@@ -116,3 +120,46 @@ def test_escape_sequences() -> None:
 
 def test_wide_characters_count_twice() -> None:
     assert visible_width("\x1b[1m›\x1b[0m 漢字") == 6
+
+
+SLASH = ["/help", "/model", "/compact", "/commit"]
+
+
+@pytest.mark.parametrize(
+    ("text", "pos", "after", "listed"),
+    [
+        ("/comp", None, "/compact ", []),  # one fits: completed, with a space
+        ("/he", None, "/help ", []),
+        ("/c", None, "/com", []),  # several: as far as they agree
+        ("/com", None, "/com", ["/commit", "/compact"]),  # no further: listed
+        ("/xyz", None, "/xyz", []),  # none fits: nothing happens
+        ("/comp be brief", 5, "/compact be brief", []),  # the rest of the line is kept, no second space
+        ("fix /comp", None, "fix /comp    ", []),  # not a /name at the start: Tab inserts spaces
+        ("/compact now", None, "/compact now    ", []),  # past the name: spaces
+    ],
+)
+def test_tab_completes_a_slash_name(text: str, pos: int | None, after: str, listed: list[str]) -> None:
+    buf = Buffer(History(None))
+    buf.insert(text)
+    if pos is not None:
+        buf.pos = pos
+    assert buf.complete(SLASH) == sorted(listed)
+    assert buf.text == after
+
+
+def drain(fd: int) -> str:
+    """Everything the editor drew so far (a pty hands it over in pieces)."""
+    import select
+
+    out = b""
+    while select.select([fd], [], [], 0.2)[0]:
+        out += os.read(fd, 65536)
+    return out.decode()
+
+
+async def test_tab_in_the_terminal_completes_and_lists(pty: tuple[int, int]) -> None:
+    assert await read_with(pty, b"/comp\tbe brief\r", completions=SLASH) == "/compact be brief"
+    master, _ = pty
+    drain(master)  # what the first line drew
+    assert await read_with(pty, b"/com\t\x15\r", completions=SLASH) == ""
+    assert "/commit  /compact" in drain(master)

@@ -25,8 +25,10 @@ REPO = Path(__file__).resolve().parents[2]
 CORE = REPO / "core" / "src" / "agy_host"
 
 EXPORTS = [
+    "AgentCommand",
     "AgyHostError",
     "Answer",
+    "CommandsUpdated",
     "Config",
     "DiagnosticReport",
     "DiffSource",
@@ -52,6 +54,8 @@ EXPORTS = [
     "PermissionOption",
     "PermissionPolicy",
     "PermissionRequest",
+    "PlanEntry",
+    "PlanUpdated",
     "PromptContext",
     "PromptPart",
     "Question",

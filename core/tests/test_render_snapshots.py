@@ -22,11 +22,15 @@ from agy_host import hookimpl
 from agy_host.builtins.render_rich import RichRenderer
 from agy_host.builtins.renderers import TextRenderer
 from agy_host.contract.events import (
+    AgentCommand,
+    CommandsUpdated,
     FileDiff,
     HostEvent,
     Notice,
     PermissionAnswered,
     PermissionOption,
+    PlanEntry,
+    PlanUpdated,
     QuestionAnswered,
     TextDelta,
     ThoughtDelta,
@@ -63,6 +67,23 @@ def _edit(call_id: str, path: str, status: str = "done") -> ToolCard:
         duration_s=0.4 if status == "done" else None,
     )
 
+
+def _plan(*statuses: str) -> PlanUpdated:
+    steps = ["Read the failing test", "Fix the parser\n(the date format)", "Run the test suite"]
+    return PlanUpdated(
+        entries=[
+            PlanEntry(content=c, status=st, priority="high")  # type: ignore[arg-type]
+            for c, st in zip(steps, statuses, strict=False)
+        ]
+    )
+
+
+COMMANDS = CommandsUpdated(
+    commands=[
+        AgentCommand(name="compact", description="Summarise the conversation", input_hint="instructions"),
+        AgentCommand(name="review"),
+    ]
+)
 
 SCRIPTS: dict[str, list[HostEvent]] = {
     "turn": [
@@ -139,6 +160,19 @@ SCRIPTS: dict[str, list[HostEvent]] = {
             diff=FileDiff(path="/work/new.txt", new_text="hello\n"),
         ),
         TurnEnded(stop_reason="stop", duration_s=1.0),
+    ],
+    "plan": [
+        TurnStarted(session="s4", engine="acp", agent="claude"),
+        COMMANDS,
+        _plan("in_progress", "pending", "pending"),
+        _plan("completed", "in_progress", "pending"),  # still the last lines: redrawn in place
+        _plan("completed", "in_progress", "pending"),  # the same again: nothing drawn
+        TextDelta(delta="Fixed the parser.\n"),
+        _plan("completed", "completed", "in_progress"),  # text came between: drawn anew
+        ToolCard(call_id="t1", name="run_command", status="started", kind="execute", title="pytest -q"),
+        _plan("completed", "completed", "done-ish"),  # an unknown status reads as not started
+        _plan(),  # the agent dropped its plan
+        TurnEnded(stop_reason="stop", duration_s=3.0),
     ],
     "endings": [
         TurnStarted(session="s3", engine="acp", sandbox=True),
@@ -265,6 +299,21 @@ def test_snapshot_verbose_thinking(renderer: str, bound: Callable[[bool], None])
         TurnEnded(stop_reason="stop", duration_s=0.1),
     ]
     check(f"{renderer}-verbose", RENDERERS[renderer](events, verbose=True))
+
+
+@pytest.mark.parametrize("renderer", sorted(RENDERERS))
+def test_snapshot_verbose_commands(renderer: str, bound: Callable[[bool], None]) -> None:
+    """The agent's commands are listed with --verbose only (agents list dozens)."""
+    bound(False)
+    events: list[HostEvent] = [
+        TurnStarted(session="v", engine="acp"),
+        COMMANDS,
+        TurnEnded(stop_reason="stop", duration_s=0.1),
+    ]
+    out = RENDERERS[renderer](events, verbose=True)
+    assert "/compact <instructions>, /review" in out
+    assert "/compact" not in RENDERERS[renderer](events)
+    check(f"{renderer}-verbose-commands", out)
 
 
 @pytest.mark.parametrize("renderer", sorted(RENDERERS))

@@ -178,6 +178,8 @@ PLANS: dict[str, Plan] = {
     "hang-initialize": _plan(set(), turns=1, acp={"initialize_timeout_seconds": 1.0}),
     "exit-before-initialize": _plan(set(), turns=1),
     "usage": _plan(_TURN),
+    # Its commands come with the session/new and session/load answers; its plan three times a turn.
+    "plan": _plan(_TURN | {("response", "session/load")}),
     "flood": _plan(_TURN, settings={"flood_count": 200}),
     "prompt-error": _plan(_TURN),
 }

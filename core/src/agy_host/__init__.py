@@ -54,6 +54,10 @@ _EXPORTS = {
     "FileDiff": "agy_host.contract.events",
     "PermissionOption": "agy_host.contract.events",
     "QuestionAnswered": "agy_host.contract.events",
+    "PlanUpdated": "agy_host.contract.events",
+    "PlanEntry": "agy_host.contract.events",
+    "CommandsUpdated": "agy_host.contract.events",
+    "AgentCommand": "agy_host.contract.events",
     # questions the agent asks the user
     "Question": "agy_host.contract.interactions",
     "Answer": "agy_host.contract.interactions",

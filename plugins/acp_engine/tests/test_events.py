@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from agy_host.contract.events import (
+    AgentCommand,
     CommandsActivity,
+    PlanActivity,
+    PlanEntry,
     TextActivity,
     ThoughtActivity,
     ToolDoneActivity,
@@ -165,8 +168,8 @@ def test_usage_commands_unknown_and_garbage() -> None:
         22913,
     )
     cmds = m.map(upd({"sessionUpdate": "available_commands_update", "availableCommands": [{"name": "plan"}]}))
-    assert cmds == CommandsActivity(commands=["plan"])
-    assert m.map(upd({"sessionUpdate": "plan", "entries": []})) is None
+    assert cmds == CommandsActivity(commands=[AgentCommand(name="plan")])
+    assert m.map(upd({"sessionUpdate": "plan", "entries": []})) == PlanActivity(entries=[])
     assert m.map(upd({"sessionUpdate": "something_new_2027", "x": 1})) is None
     assert m.map(upd({"noDiscriminator": True})) is None
     _, garbage, _ = s.decode_session_update(b"[1,2]")
@@ -244,3 +247,62 @@ def test_golden_session_updates_decode_to_known_variants(name: str) -> None:
     raw = (GOLDEN / name).read_bytes()
     _, update, _ = s.decode_session_update(b'{"sessionId":"s","update":' + raw + b"}")
     assert not isinstance(update, s.UnknownUpdate), update
+
+
+def test_plan_entries_with_status_and_priority_and_bad_entries_skipped() -> None:
+    """The whole plan each time; an entry without text is skipped (the
+    schema's skip-invalid-items), an unknown status reads as pending, an
+    unknown priority is left out: a newer agent never loses the plan."""
+    plan = upd(
+        {
+            "sessionUpdate": "plan",
+            "entries": [
+                {"content": "Read the code", "priority": "high", "status": "completed"},
+                {"content": "Fix it", "priority": "medium", "status": "in_progress"},
+                {"content": "Ship it", "priority": "urgent", "status": "blocked"},
+                {"priority": "low", "status": "pending"},
+                "not an entry",
+            ],
+        }
+    )
+    assert not isinstance(plan, s.UnknownUpdate)
+    assert UpdateMapper().map(plan) == PlanActivity(
+        entries=[
+            PlanEntry(content="Read the code", status="completed", priority="high"),
+            PlanEntry(content="Fix it", status="in_progress", priority="medium"),
+            PlanEntry(content="Ship it", status="pending"),
+        ]
+    )
+
+
+def test_commands_carry_description_and_input_hint() -> None:
+    update = upd(
+        {
+            "sessionUpdate": "available_commands_update",
+            "availableCommands": [
+                {"name": "compact", "description": "Summarise", "input": {"hint": "instructions"}},
+                {"name": "init", "description": "Write AGENTS.md", "input": None},
+                {"description": "no name: skipped"},
+                {"name": "/review", "description": "a leading slash is not part of the name"},
+            ],
+        }
+    )
+    assert UpdateMapper().map(update) == CommandsActivity(
+        commands=[
+            AgentCommand(name="compact", description="Summarise", input_hint="instructions"),
+            AgentCommand(name="init", description="Write AGENTS.md"),
+            AgentCommand(name="review", description="a leading slash is not part of the name"),
+        ]
+    )
+
+
+@pytest.mark.skipif(not GOLDEN.exists(), reason="vendored golden messages not present")
+def test_the_golden_plan_maps_to_a_checklist() -> None:
+    raw = (GOLDEN / "session_update_plan.json").read_bytes()
+    _, update, _ = s.decode_session_update(b'{"sessionId":"s","update":' + raw + b"}")
+    assert UpdateMapper().map(update) == PlanActivity(
+        entries=[
+            PlanEntry(content="Check for syntax errors", status="pending", priority="high"),
+            PlanEntry(content="Identify potential type issues", status="pending", priority="medium"),
+        ]
+    )

@@ -64,7 +64,15 @@ async def test_acp_02_pong(tmp_path: Path) -> None:
     out = outcome_of(acts)
     assert (out.status, out.agent_stop_reason, out.response) == ("ok", "end_turn", "pong")
     assert out.conversation_id == "70e2d0b1-ca33-4249-b764-645d6b19ab20"
-    assert [a.commands for a in acts if isinstance(a, CommandsActivity)] == [["plan", "logout"]]
+    [commands] = [a.commands for a in acts if isinstance(a, CommandsActivity)]
+    assert [(c.name, c.description) for c in commands] == [
+        (
+            "plan",
+            "Plan carefully before executing a task (generates an implementation plan artifact and awaits user "
+            "approval).",
+        ),
+        ("logout", "Log out and clear stored credentials."),
+    ]
     assert text_of(acts) == "pong"
     assert not any(isinstance(a, UsageActivity) for a in acts)  # RC01 reports no usage
 
@@ -135,6 +143,11 @@ async def test_claude_agent_acp_usage_and_cost(tmp_path: Path) -> None:
     last = usage[-1]
     assert (last.input_tokens, last.output_tokens, last.cache_read_tokens, last.total_tokens) == (2, 4, 10049, 22913)
     assert text_of(acts) == "ok"
+    # Claude's skills as commands, "input": null: names with their descriptions, no input hint
+    [commands] = [a.commands for a in acts if isinstance(a, CommandsActivity)]
+    assert [c.name for c in commands] == ["find-skills", "deep-research"] and commands[0].input_hint is None
+    assert commands[0].name == "find-skills" and commands[0].input_hint is None
+    assert commands[0].description.startswith("Helps users discover and install agent skills")
 
 
 async def test_gemini_cli_pong_with_thought_and_quota_usage(tmp_path: Path) -> None:
@@ -143,6 +156,9 @@ async def test_gemini_cli_pong_with_thought_and_quota_usage(tmp_path: Path) -> N
     assert text_of(acts) == "pong"
     usage = [a.turn for a in acts if isinstance(a, UsageActivity)]
     assert usage and usage[-1].input_tokens == 10340 and usage[-1].output_tokens == 1
+    [commands] = [a.commands for a in acts if isinstance(a, CommandsActivity)]
+    memory = next(c for c in commands if c.name == "memory")
+    assert memory.description == "Manage memory."
     assert not [a for a in acts if isinstance(a, NoticeActivity) and a.level == "error"]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 
-from agy_host.contract.events import StopReason, ToolCard, TurnEnded, UsageCounts
+from agy_host.contract.events import AgentCommand, PlanEntry, StopReason, ToolCard, TurnEnded, UsageCounts
 
 NO_USAGE = "usage not reported by this agent"
 #: Said by both renderers when a turn ran on the sandbox agent, so nobody takes its echo for an answer.
@@ -169,15 +169,59 @@ def words(text: str) -> int:
     return len(text.split())
 
 
+#: The plain checklist's boxes; an unknown status reads as not started.
+PLAN_BOXES = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]"}
+
+
+def plan_progress(entries: list[PlanEntry]) -> str:
+    """``2/5 done``; ``cleared`` for an empty plan (the agent dropped it)."""
+    if not entries:
+        return "cleared"
+    done = sum(1 for e in entries if e.status == "completed")
+    return f"{done}/{len(entries)} done"
+
+
+def plan_step(entry: PlanEntry) -> str:
+    """A step's text on one line: a checklist line per step, whatever the agent wrote."""
+    return " ".join(entry.content.split())
+
+
+def plan_lines(entries: list[PlanEntry]) -> list[str]:
+    """The plan as a plain checklist, ``[x] step`` per line."""
+    return [f"  {PLAN_BOXES.get(e.status, '[ ]')} {plan_step(e)}" for e in entries]
+
+
+def command_usage(command: AgentCommand) -> str:
+    """``/compact <instructions>``: how the command is typed."""
+    return f"/{command.name}" + (f" <{command.input_hint}>" if command.input_hint else "")
+
+
+def command_line(command: AgentCommand) -> str:
+    """``/compact <instructions>  Compact the conversation``."""
+    return command_usage(command) + (f"  {command.description}" if command.description else "")
+
+
+def command_names(commands: list[AgentCommand]) -> str:
+    """``/compact, /init, /review``: a one-line list."""
+    return ", ".join(command_usage(c) for c in commands)
+
+
 __all__ = [
     "NO_USAGE",
+    "PLAN_BOXES",
     "UsageTally",
     "args_preview",
+    "command_line",
+    "command_names",
+    "command_usage",
     "edit_label",
     "edit_path",
     "fmt_duration",
     "is_edit",
     "one_line",
+    "plan_lines",
+    "plan_progress",
+    "plan_step",
     "short_path",
     "stop_word",
     "tool_label",

@@ -8,6 +8,8 @@
   ``chat``'s ``/thinking`` show it afterwards;
 * tool cards show status, kind and duration, and a card that is still the
   last line is updated in place instead of printed again;
+* the agent's plan is a checklist (☐ pending, ◐ in progress, ☑ done),
+  redrawn in place while nothing was printed after it, else drawn anew;
 * finished edits show a coloured unified diff (from ``agy_host_render_diff``,
   the diff plugin) or the ``[edit: PATH]`` label without it;
 * a spinner runs while the agent is silent (between events, from a ticker
@@ -31,10 +33,13 @@ from agy_host.builtins.render_common import (
     SANDBOX_NOTICE,
     UsageTally,
     args_preview,
+    command_names,
     edit_label,
     fmt_duration,
     is_edit,
     one_line,
+    plan_progress,
+    plan_step,
     stop_word,
     tool_label,
     usage_text,
@@ -42,9 +47,12 @@ from agy_host.builtins.render_common import (
 )
 from agy_host.builtins.render_spinner import FRAMES, Ticker
 from agy_host.contract.events import (
+    CommandsUpdated,
     HostEvent,
     Notice,
     PermissionAnswered,
+    PlanEntry,
+    PlanUpdated,
     QuestionAnswered,
     TextDelta,
     ThoughtDelta,
@@ -79,6 +87,8 @@ _KIND_STYLES = {
 }
 _STOP_STYLES = {"stop": "green", "aborted": "yellow", "error": "red", "tool_use": "cyan"}
 _NOTICE = {"info": ("ℹ", "dim"), "warning": ("!", "yellow"), "error": ("✗", "red")}
+#: A plan step's box and its colour, and the style of its text, by status.
+_PLAN = {"pending": ("☐", "dim", ""), "in_progress": ("◐", "yellow", "bold"), "completed": ("☑", "green", "dim")}
 
 
 def diff_style(line: str) -> str:
@@ -132,6 +142,10 @@ class RichRenderer:
         self.last_thinking = ""
         self._tally = UsageTally()
         self._session = ""
+        #: The plan as last drawn, and how many lines it takes when it is the
+        #: last thing on screen (0 otherwise: it is drawn anew, not redrawn).
+        self._plan: list[PlanEntry] | None = None
+        self._plan_tail = 0
 
     # -- low-level drawing (callers hold the lock) ------------------------------------
 
@@ -151,6 +165,7 @@ class RichRenderer:
         self._raw(s)
         self._col0 = s.endswith("\n")
         self._last_card = None
+        self._plan_tail = 0
         self._last_output = self._clock()
 
     def _line(self, text: Text, *, wrap: bool = False) -> None:
@@ -164,6 +179,7 @@ class RichRenderer:
             self.console.print(text, no_wrap=True, overflow="ellipsis", crop=True)
         self._col0 = True
         self._last_card = None
+        self._plan_tail = 0
         self._last_output = self._clock()
 
     def _styled(self, *parts: tuple[str, str]) -> Text:
@@ -209,6 +225,7 @@ class RichRenderer:
         self._raw(f"{CLEAR_LINE}\x1b[2m✻ thinking · {preview}\x1b[0m")
         self._transient = "line"
         self._last_card = None
+        self._plan_tail = 0
 
     def _end_thinking(self) -> None:
         if not self._thought:
@@ -255,6 +272,25 @@ class RichRenderer:
         self._last_card = card.call_id
         if card.status == "done" and is_edit(card):
             self._diff(card)
+
+    # -- the plan ----------------------------------------------------------------------------
+
+    def _show_plan(self, entries: list[PlanEntry]) -> None:
+        """The checklist, one line per step (cropped, never wrapped, so the
+        lines to go back over are known), redrawn in place while it is the
+        last thing on screen."""
+        if entries == self._plan:
+            return
+        self._plan = entries
+        tail = self._plan_tail if self._col0 else 0
+        if tail:
+            self._clear_transient()
+            self._raw(CARD_UP * tail)
+        self._line(self._styled(("  ▤ ", "cyan"), ("plan", "bold"), (f" · {plan_progress(entries)}", "dim")))
+        for entry in entries:
+            box, colour, style = _PLAN.get(entry.status, _PLAN["pending"])
+            self._line(self._styled(("    ", ""), (box, colour), (" ", ""), (plan_step(entry), style)))
+        self._plan_tail = 1 + len(entries)
 
     def _diff(self, card: ToolCard) -> None:
         diff = self.diffs.render(card) if self.diffs is not None else None
@@ -307,6 +343,12 @@ class RichRenderer:
             case Notice():
                 icon, style = _NOTICE.get(event.level, ("•", ""))
                 self._line(self._styled((f"{icon} {event.message}", style)), wrap=True)
+            case PlanUpdated():
+                self._show_plan(event.entries)
+            case CommandsUpdated():
+                if self.verbose:
+                    names = command_names(event.commands) or "none"
+                    self._line(self._styled((f"  ⌘ agent commands: {names}", "dim")), wrap=True)
             case TurnStarted():
                 self._started(event)
             case ToolUseRequested():

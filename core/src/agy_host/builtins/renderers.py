@@ -22,18 +22,24 @@ from agy_host.builtins.render_common import (
     SANDBOX_NOTICE,
     UsageTally,
     args_preview,
+    command_names,
     edit_label,
     fmt_duration,
     is_edit,
+    plan_lines,
+    plan_progress,
     tool_label,
     usage_text,
     words,
 )
 from agy_host.contract.events import (
     EVENT_SCHEMA_VERSION,
+    CommandsUpdated,
     HostEvent,
     Notice,
     PermissionAnswered,
+    PlanEntry,
+    PlanUpdated,
     QuestionAnswered,
     TextDelta,
     ThoughtDelta,
@@ -85,6 +91,8 @@ class TextRenderer:
         self._cards: dict[str, str] = {}
         self._thought: list[str] = []
         self._tally = UsageTally()
+        #: The plan as last printed: it is printed again only when it changed.
+        self._plan: list[PlanEntry] | None = None
 
     def _text(self, s: str) -> None:
         if not s:
@@ -133,6 +141,13 @@ class TextRenderer:
             elif diff:
                 self._side("\n".join("  " + line for line in diff.rstrip("\n").split("\n")))
 
+    def _show_plan(self, entries: list[PlanEntry]) -> None:
+        """The whole checklist, once per change (a log cannot redraw it)."""
+        if entries == self._plan:
+            return
+        self._plan = entries
+        self._side("\n".join([f"[plan] {plan_progress(entries)}", *plan_lines(entries)]))
+
     def handle(self, event: HostEvent) -> None:
         if not isinstance(event, ThoughtDelta):
             self._end_thought()
@@ -149,6 +164,11 @@ class TextRenderer:
                 self._side(question_line(event))
             case Notice():
                 self._side(f"[{event.level}] {event.message}")
+            case PlanUpdated():
+                self._show_plan(event.entries)
+            case CommandsUpdated():
+                if self.verbose:
+                    self._side(f"[commands] {command_names(event.commands) or 'none'}")
             case TurnStarted():
                 self._session = event.session
                 self._cards = {}

@@ -39,8 +39,10 @@ Type a message and press Enter; the answer streams below it. Up/Down walk
 the history, the usual editing keys work, `@path` attaches a file, a pasted
 image path attaches the image. Ctrl-C during a turn aborts that turn (not
 the chat); Ctrl-D or /exit leaves. /help lists the slash commands (/model,
-/mode, /engine, /new, /sessions, /doctor, ...); `//text` sends `/text` to
-the agent.
+/mode, /engine, /new, /sessions, /doctor, ...) and the agent's own (an
+ACP agent's /compact, ...), which are sent to the agent as typed; the
+chat's own win a clash, and `//text` sends `/text` to the agent. Tab
+completes a /name.
 
 Without --session a new session is named chat-YYYYMMDD-HHMMSS-xxxx; with
 --session NAME the chat continues that session's agent conversation
@@ -241,14 +243,20 @@ def _editor(host: Host) -> LineEditor | PipeReader:
 
 
 async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: RendererFactory) -> int:
+    import functools
+
     import trio
 
+    from agy_host.cli.chat_slash import slash_names
+    from agy_host.cli.line_editor import LineEditor
     from agy_host.runtime.session import SessionRuntime, describe_error
     from agy_host.runtime.signals import CommandSignals
 
     renderer, diffs = opt.build_renderer(host, opts, factory)
     editor = _editor(host)
     chat = Chat(state, host, opts, renderer, editor)
+    if isinstance(editor, LineEditor):
+        editor.completions = functools.partial(slash_names, chat)
     code: int = ExitCode.OK
     try:
         async with trio.open_nursery() as watcher:

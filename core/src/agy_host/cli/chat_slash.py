@@ -6,6 +6,13 @@ so a command cannot exist without being listed. Settings changed here
 (model, effort, mode, digest) apply from the next turn on; ``/engine``
 starts the other engine's agent before it lets the current one go, so a
 failed switch leaves the chat where it was.
+
+The agent's own slash commands (ACP ``available_commands_update``: Claude's
+``/compact``, the Gemini CLI's ``/memory``) are listed by ``/help`` too, and
+a ``/name`` the agent advertised is sent to it as the prompt. The chat's
+own commands keep priority: when both have ``/model``, the chat's runs and
+``//model`` sends the agent's. A ``/name`` nobody advertised is refused here,
+never sent by accident.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import msgspec
 
 if TYPE_CHECKING:
     from agy_host.cli.chat_cmd import Chat
+    from agy_host.contract.events import AgentCommand
 
 Command = Callable[["Chat", str], Awaitable[None]]
 COMMANDS: dict[str, tuple[str, Command]] = {}
@@ -35,11 +43,33 @@ def command(name: str, usage: str = "") -> Callable[[Command], Command]:
     return add
 
 
+def is_own(name: str) -> bool:
+    """``/name`` is one of the chat's commands (or an alias of one)."""
+    name = name.lower()
+    return ALIASES.get(name, name) in COMMANDS
+
+
+def agent_command(chat: Chat, name: str) -> AgentCommand | None:
+    """The agent's command typed as ``name`` (``/compact``), if it advertised one."""
+    wanted = name.removeprefix("/").lower()
+    commands = chat.runtime.agent_commands if chat.runtime is not None else []
+    return next((c for c in commands if c.name.split(" ")[0].lower() == wanted), None)
+
+
+def slash_names(chat: Chat) -> list[str]:
+    """What Tab completes after ``/``: the chat's commands, then the agent's."""
+    agent = [f"/{c.name.split(' ')[0]}" for c in chat.runtime.agent_commands] if chat.runtime is not None else []
+    return [*COMMANDS, *dict.fromkeys(n for n in agent if not is_own(n))]
+
+
 async def dispatch(chat: Chat, line: str) -> None:
     name, _, rest = line.strip().partition(" ")
     name = ALIASES.get(name.lower(), name.lower())
     entry = COMMANDS.get(name)
     if entry is None:
+        if agent_command(chat, name) is not None:
+            await chat.send(line.strip())  # the agent's own command: its prompt, as typed
+            return
         chat.say(f"unknown command {name}; /help lists them (//text sends /text to the agent)", "yellow")
         return
     await entry[1](chat, rest.strip())
@@ -53,6 +83,23 @@ async def _help(chat: Chat, rest: str) -> None:
         head, _, doc = text.partition("  ")
         chat.say(f"  {head.ljust(width)}  {doc}")
     chat.say("  //text  send /text to the agent · @path attaches a file · Ctrl-C stops a turn", "dim")
+    _agent_help(chat)
+
+
+def _agent_help(chat: Chat) -> None:
+    """The agent's commands; one the chat also has is reached with ``//``."""
+    from agy_host.builtins.render_common import command_usage
+
+    commands = chat.runtime.agent_commands if chat.runtime is not None else []
+    if not commands:
+        chat.say("  the agent has advertised no commands (ACP agents do once a session starts)", "dim")
+        return
+    chat.say("the agent's commands (sent to the agent as typed):")
+    width = max(len(command_usage(c)) for c in commands)
+    for command in commands:
+        shadowed = is_own(f"/{command.name.split(' ')[0]}")
+        note = f"  (the chat's own runs; //{command.name} sends this one)" if shadowed else ""
+        chat.say(f"  {command_usage(command).ljust(width)}  {command.description}{note}")
 
 
 @command("/exit")
@@ -220,7 +267,7 @@ async def _always(chat: Chat, rest: str) -> None:
 @command("/doctor")
 async def _doctor(chat: Chat, rest: str) -> None:
     """Engine, agent, live driver state, session id, stats, lifecycle (no tokens)."""
-    from agy_host.cli.doctor_cmd import rendering_rows, snapshot_rows
+    from agy_host.cli.doctor_cmd import command_rows, rendering_rows, snapshot_rows
     from agy_host.contract.diagnostics import DiagnosticReport
 
     assert chat.runtime is not None
@@ -233,6 +280,7 @@ async def _doctor(chat: Chat, rest: str) -> None:
     snapshot = chat.runtime.snapshot()
     if snapshot is not None:
         snapshot_rows(report.section("driver"), snapshot)
+    command_rows(report.section("driver"), chat.runtime.agent_commands)
     rendering_rows(chat.host, report)
     for err in chat.host.plugins.errors:
         report.section("plugins").add(err.name, f"failed: {err.error}", "error")
@@ -260,4 +308,4 @@ async def _digest(chat: Chat, rest: str) -> None:
     chat.say(f"digest: {'on' if chat.host.config.prompt.digest else 'off'}")
 
 
-__all__ = ["ALIASES", "COMMANDS", "dispatch"]
+__all__ = ["ALIASES", "COMMANDS", "agent_command", "dispatch", "is_own", "slash_names"]

@@ -1,7 +1,7 @@
 """``agy-host doctor``: is everything in place to run a turn? Spends no tokens.
 
 Rows come from four places: core (which engine and why, sessions, the last
-run's driver snapshot), the selected engine's own probe
+run's driver snapshot and the slash commands its agent advertised), the selected engine's own probe
 (:meth:`~agy_host.engine.base.Engine.diagnose`: binary resolution with every path
 tried, handshake, server version, auth), every plugin's
 ``agy_host_diagnostics`` hook, and the plugin manager (what loaded, what
@@ -11,6 +11,7 @@ failed to). Exit 1 when any row is an error, so scripts can gate on it.
 from __future__ import annotations
 
 import platform
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -21,6 +22,7 @@ from agy_host.cli.exit_codes import ExitCode
 if TYPE_CHECKING:
     from agy_host.cli.state import CliState
     from agy_host.contract.diagnostics import DiagnosticReport, DiagnosticSection
+    from agy_host.contract.events import AgentCommand
     from agy_host.engine.base import Engine
     from agy_host.engine.driver import DriverSnapshot
     from agy_host.runtime.host import Host
@@ -164,6 +166,18 @@ def _last_run_rows(host: Host, report: DiagnosticReport) -> None:
         return
     sec.add("when", f"{last.written_at} (session {last.session}, exit {last.exit_code})")
     snapshot_rows(sec, last.snapshot)
+    command_rows(sec, last.commands)
+
+
+def command_rows(sec: DiagnosticSection, commands: Sequence[AgentCommand]) -> None:
+    """The slash commands the agent advertised, one detail line each."""
+    from agy_host.builtins.render_common import command_line
+
+    if not commands:
+        sec.add("agent commands", "none advertised")
+        return
+    names = ", ".join(f"/{c.name}" for c in commands[:8]) + (", ..." if len(commands) > 8 else "")
+    sec.add("agent commands", f"{len(commands)}: {names}", detail=[command_line(c) for c in commands])
 
 
 def snapshot_rows(sec: DiagnosticSection, snap: DriverSnapshot) -> None:
@@ -234,4 +248,4 @@ def _plugin_rows(host: Host, report: DiagnosticReport) -> None:
         sec.add("external", "none installed")
 
 
-__all__ = ["DIAGNOSE_TIMEOUT_S", "build_report", "register", "rendering_rows", "snapshot_rows"]
+__all__ = ["DIAGNOSE_TIMEOUT_S", "build_report", "command_rows", "register", "rendering_rows", "snapshot_rows"]

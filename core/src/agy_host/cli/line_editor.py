@@ -13,7 +13,9 @@ Keys: printable text, Backspace, Delete, Left/Right (Ctrl-B/F), Home/End
 (Ctrl-A/E), Alt-B/F and Ctrl-Left/Right (word), Ctrl-W (delete word), Ctrl-U
 / Ctrl-K (kill to start / end), Up/Down (Ctrl-P/N, history), Ctrl-L (clear
 screen), Ctrl-C (clear the line), Ctrl-D (delete, or end the chat on an empty
-line), Ctrl-Z (suspend), Enter. Bracketed paste keeps pasted newlines in
+line), Ctrl-Z (suspend), Tab (completes a ``/name`` being typed from
+:attr:`LineEditor.completions`, the chat's and the agent's commands; lists
+them when several fit; elsewhere it inserts spaces), Enter. Bracketed paste keeps pasted newlines in
 the prompt. Long lines scroll horizontally instead of wrapping, so a redraw
 never has to know how many rows the line took.
 
@@ -32,7 +34,7 @@ import signal
 import sys
 import termios
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -195,6 +197,27 @@ class Buffer:
         elif name in ("up", "down"):
             self._navigate(-1 if name == "up" else 1)
 
+    def complete(self, names: Iterable[str]) -> list[str]:
+        """Tab on a ``/name`` being typed (the cursor in its first word): the
+        one name that fits is completed (with a space), several are completed
+        as far as they agree; the names that fit are returned when that adds
+        nothing, for the editor to list. Anything else: four spaces."""
+        word = self.text[: self.pos]
+        if not word.startswith("/") or any(c.isspace() for c in word):
+            self.insert("    ")
+            return []
+        fits = sorted({n for n in names if n.startswith(word)})
+        if not fits:
+            return []
+        rest = self.text[self.pos :]
+        first, last = fits[0], fits[-1]  # sorted: what these two share, all share
+        if len(fits) == 1:
+            done = first if rest.startswith(" ") else first + " "
+        else:
+            done = first[: next((i for i, (a, b) in enumerate(zip(first, last, strict=False)) if a != b), len(first))]
+        self.text, self.pos = done + rest, len(done)
+        return fits if len(fits) > 1 and done == word else []
+
     def _word_left(self) -> int:
         i = self.pos
         while i > 0 and not self.text[i - 1].isalnum():
@@ -222,6 +245,8 @@ class LineEditor:
         self.fd = fd
         self.out = out or sys.stdout
         self.history = history or History(None)
+        #: What Tab completes after ``/`` (the chat sets it; asked at each Tab).
+        self.completions: Callable[[], Iterable[str]] | None = None
         self._saved = termios.tcgetattr(fd)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
@@ -368,7 +393,9 @@ class LineEditor:
                     elif action is not None:
                         buf.key(action)
                     elif ch == "\t":
-                        buf.insert("    ")
+                        fits = buf.complete(self.completions() if self.completions is not None else ())
+                        if fits:
+                            self._write("\n" + "  ".join(fits) + "\n")
                     elif ch >= " ":
                         buf.insert(ch)
                 self._redraw(prompt, buf)

@@ -80,6 +80,37 @@ class UsageCounts(msgspec.Struct, omit_defaults=True, kw_only=True):
     cost_currency: str | None = None
 
 
+#: Where one step of the agent's plan stands (ACP ``PlanEntryStatus``).
+PlanStatus = Literal["pending", "in_progress", "completed"]
+#: How much one step of the plan matters to the agent (ACP ``PlanEntryPriority``).
+PlanPriority = Literal["high", "medium", "low"]
+
+
+class PlanEntry(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """One step of the agent's plan (its todo list): what, and how far.
+
+    Engines map what their agent sends onto these values; a status they do
+    not know reads as ``pending`` and an unknown priority is left out, so a
+    newer agent degrades to a plainer checklist, never to an error.
+    """
+
+    content: str
+    status: PlanStatus
+    priority: PlanPriority | None = None
+
+
+class AgentCommand(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """A slash command the agent offers (``/compact``), named without the ``/``.
+
+    ``input_hint`` is set when the command takes text after its name and the
+    agent says what (``"instructions for the summary"``).
+    """
+
+    name: str
+    description: str = ""
+    input_hint: str | None = None
+
+
 class PermissionOption(msgspec.Struct, omit_defaults=True, kw_only=True):
     """One answer an agent offers for a permission request.
 
@@ -204,10 +235,17 @@ class NoticeActivity(_Event, tag="notice", kw_only=True):
     code: str = ""
 
 
+class PlanActivity(_Event, tag="plan", kw_only=True):
+    """The agent's plan as it stands now (ACP ``plan``): the whole list every
+    time, replacing the one before; an empty list clears it."""
+
+    entries: list[PlanEntry]
+
+
 class CommandsActivity(_Event, tag="commands", kw_only=True):
     """The agent's slash commands (ACP ``available_commands_update``)."""
 
-    commands: list[str]
+    commands: list[AgentCommand]
 
 
 class OutcomeActivity(_Event, tag="outcome", kw_only=True):
@@ -237,6 +275,7 @@ Activity = (
     | QuestionActivity
     | BridgeCallActivity
     | NoticeActivity
+    | PlanActivity
     | CommandsActivity
     | OutcomeActivity
 )
@@ -321,6 +360,23 @@ class Notice(_Event, tag="notice", kw_only=True):
     code: str = ""
 
 
+class PlanUpdated(_Event, tag="plan", kw_only=True):
+    """The agent's plan changed: the whole checklist as it stands now.
+
+    Sent when the agent sends a plan that differs from the last one of the
+    turn; renderers redraw the checklist (an empty list clears it).
+    """
+
+    entries: list[PlanEntry]
+
+
+class CommandsUpdated(_Event, tag="commands", kw_only=True):
+    """The slash commands the agent offers now, the whole list. ``chat`` sends
+    a ``/name`` the agent advertised to the agent as a prompt."""
+
+    commands: list[AgentCommand]
+
+
 class ToolUseRequested(_Event, tag="tool_use", kw_only=True):
     """The turn parked on a host tool call; the host runs it next."""
 
@@ -351,6 +407,8 @@ HostEvent = (
     | QuestionAnswered
     | UsageReport
     | Notice
+    | PlanUpdated
+    | CommandsUpdated
     | ToolUseRequested
     | TurnEnded
 )
@@ -358,8 +416,10 @@ HostEvent = (
 __all__ = [
     "EVENT_SCHEMA_VERSION",
     "Activity",
+    "AgentCommand",
     "BridgeCallActivity",
     "CommandsActivity",
+    "CommandsUpdated",
     "ErrorKind",
     "FileDiff",
     "HostEvent",
@@ -370,6 +430,11 @@ __all__ = [
     "PermissionActivity",
     "PermissionAnswered",
     "PermissionOption",
+    "PlanActivity",
+    "PlanEntry",
+    "PlanPriority",
+    "PlanStatus",
+    "PlanUpdated",
     "QuestionActivity",
     "QuestionAnswered",
     "StopReason",

@@ -1,5 +1,6 @@
 """``last-driver.json``: the driver snapshot of the last ``run``, which
-``doctor`` shows as "last run" (the driver itself is gone by then)."""
+``doctor`` shows as "last run" (the driver itself is gone by then), with the
+slash commands the agent advertised (gone with it too)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from collections.abc import Callable
 import msgspec
 
 from agy_host import fsutil
+from agy_host.contract.events import AgentCommand
 from agy_host.engine.driver import DriverSnapshot
 from agy_host.runtime.host import Host
 
@@ -20,6 +22,8 @@ class LastRun(msgspec.Struct, kw_only=True, omit_defaults=True):
     exit_code: int
     stop_reason: str = ""
     snapshot: DriverSnapshot
+    #: The agent's slash commands, as it last advertised them.
+    commands: list[AgentCommand] = []
 
 
 def write_last_run(host: Host, last: LastRun, warn: Callable[[str], None] | None = None) -> None:

@@ -35,7 +35,7 @@ import trio
 from agy_host.exit_codes import ExitCode
 
 if TYPE_CHECKING:
-    from agy_host.contract.events import HostEvent
+    from agy_host.contract.events import AgentCommand, HostEvent
     from agy_host.contract.prompt import PromptBlock
     from agy_host.contract.rendering import DiffSource
     from agy_host.engine.base import Engine
@@ -267,6 +267,11 @@ class SessionRuntime:
         await self.aclose()
         self.host, self.engine, self.layer, self._held = host, other.engine, other.layer, other._held
 
+    @property
+    def agent_commands(self) -> list[AgentCommand]:
+        """The slash commands the agent advertised last; empty before it did."""
+        return self.layer.agent_commands if self.layer is not None else []
+
     def snapshot(self) -> DriverSnapshot | None:
         """The driver's own account for ``doctor`` (best effort)."""
         driver = self.driver
@@ -415,6 +420,7 @@ class SessionRuntime:
                 exit_code=result.exit_code if result is not None else ExitCode.INTERRUPTED,
                 stop_reason=result.stop_reason if result is not None else "",
                 snapshot=snapshot,
+                commands=self.agent_commands,
             ),
         )
 

@@ -4,7 +4,8 @@ Kept apart from :mod:`agy_host.runtime.turn_layer` (which sequences turns, parks
 bindings) because this is the part renderers depend on: a tool call sent
 twice stays one card updated in place, its duration runs from its first
 start, permission answers are counted for exit code 5, usage is kept for
-``TurnEnded``.
+``TurnEnded``, a plan the agent sends again unchanged is not shown again, and
+the agent's commands are kept for the layer (``chat`` completes them).
 """
 
 from __future__ import annotations
@@ -16,12 +17,18 @@ import msgspec
 
 from agy_host.contract.events import (
     Activity,
+    AgentCommand,
+    CommandsActivity,
+    CommandsUpdated,
     FileDiff,
     HostEvent,
     Notice,
     NoticeActivity,
     PermissionActivity,
     PermissionAnswered,
+    PlanActivity,
+    PlanEntry,
+    PlanUpdated,
     QuestionActivity,
     QuestionAnswered,
     TextActivity,
@@ -75,6 +82,10 @@ class TurnState:
         #: The host tool call the turn is parked on.
         self.handle_request: ToolUseRequested | None = None
         self.message_count: int | None = None
+        #: The agent's plan as last shown this turn (a resend that changes nothing is not shown).
+        self.plan: list[PlanEntry] | None = None
+        #: The agent's slash commands, when it advertised them this turn.
+        self.commands: list[AgentCommand] | None = None
 
 
 def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) -> None:
@@ -149,8 +160,15 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
             )
         case NoticeActivity():
             emit(Notice(level=activity.level, message=activity.message, code=activity.code))
+        case PlanActivity(entries=entries):
+            if entries != turn.plan:
+                turn.plan = entries
+                emit(PlanUpdated(entries=entries))
+        case CommandsActivity(commands=commands):
+            turn.commands = commands
+            emit(CommandsUpdated(commands=commands))
         case _:
-            pass  # commands and future activity types: nothing to show
+            pass  # future activity types: nothing to show
 
 
 def _tool_start(turn: TurnState, activity: ToolStartActivity, now: float, emit: Emit) -> None:

@@ -34,6 +34,7 @@ import trio
 
 from agy_host import config as config_mod
 from agy_host.contract.events import (
+    AgentCommand,
     BridgeCallActivity,
     ErrorKind,
     HostEvent,
@@ -118,6 +119,10 @@ class TurnLayer:
         self.roundtrips = roundtrips
         self.env: Mapping[str, str] = env if env is not None else os.environ
         self._diffs_wanted = diffs_wanted or (lambda: False)
+        #: The slash commands this agent advertised last (ACP sends them once
+        #: per session, often in its first turn): ``chat`` completes and
+        #: routes them, ``doctor`` lists them.
+        self.agent_commands: list[AgentCommand] = []
         if roundtrips is not None:
             roundtrips.attach(self)
 
@@ -475,6 +480,8 @@ class TurnLayer:
     def _finish(self, turn: TurnState, outcome: OutcomeActivity) -> TurnResult:
         self._turn = None
         self._abort_reason = None
+        if turn.commands is not None:
+            self.agent_commands = turn.commands
         if self.roundtrips is not None and turn.handle is not None:
             self.roundtrips.turn_ended(turn.handle)
         if outcome.conversation_id:

@@ -141,6 +141,10 @@ class AcpConnection:
         self.parse_errors = 0
         self._noticed: set[str] = set()
         self._held: list[tuple[str, str, str]] = []
+        #: Each session's latest ``available_commands_update`` that arrived with
+        #: no listener (agents send it as soon as the session exists, often
+        #: before the driver attached, or during a load); given on attach.
+        self._held_commands: dict[str, s.AvailableCommandsUpdate] = {}
         self.exited = trio.Event()
         self.expected_exit = False
         self.exit_detail = ""
@@ -433,10 +437,12 @@ class AcpConnection:
             sid = self.last_session
         if sid in self._loading:
             self.replayed += len(updates)
+            self._hold_commands(sid, updates)
             return
         listener = self.listeners.get(sid) if sid is not None else None
         if listener is None:
             self.dropped += len(updates)
+            self._hold_commands(sid, updates)
             return
         listener.on_updates(updates)
 
@@ -445,12 +451,20 @@ class AcpConnection:
             sid = self.last_session
         if sid in self._loading:
             self.replayed += 1
+            self._hold_commands(sid, [update])
             return
         listener = self.listeners.get(sid) if sid is not None else None
         if listener is None:
             self.dropped += 1
+            self._hold_commands(sid, [update])
             return
         listener.on_update(update)
+
+    def _hold_commands(self, sid: str | None, updates: list[s.Update]) -> None:
+        """Updates nobody listens to are dropped, except the agent's command list."""
+        for update in updates:
+            if sid is not None and isinstance(update, s.AvailableCommandsUpdate):
+                self._held_commands[sid] = update
 
     def _notification(self, method: str, params: msgspec.Raw) -> None:
         if method == "session/update":
@@ -532,11 +546,15 @@ class AcpConnection:
 
     def attach(self, session_id: str, listener: SessionListener) -> None:
         """Route ``session_id``'s updates to ``listener``; it first gets the
-        warnings that arrived while nobody listened."""
+        warnings, and the session's command list, that arrived while nobody
+        listened."""
         self.listeners[session_id] = listener
         held, self._held = self._held, []
         for level, message, code in held:
             listener.on_notice(level, message, code)
+        commands = self._held_commands.pop(session_id, None)
+        if commands is not None:
+            listener.on_update(commands)
 
     def _notice(self, level: str, message: str, code: str) -> None:
         delivered = False

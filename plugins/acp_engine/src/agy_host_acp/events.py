@@ -27,10 +27,13 @@ import msgspec
 
 from agy_host.contract.events import (
     Activity,
+    AgentCommand,
     CommandsActivity,
     FileDiff,
     NoticeActivity,
     OutcomeActivity,
+    PlanActivity,
+    PlanEntry,
     TextActivity,
     ThoughtActivity,
     ToolDoneActivity,
@@ -105,6 +108,50 @@ class _Tool:
         self.diff = diff
 
 
+_STATUSES = frozenset({"pending", "in_progress", "completed"})
+_PRIORITIES = frozenset({"high", "medium", "low"})
+
+
+def plan_entries(update: s.Plan) -> list[PlanEntry]:
+    """The plan's entries; one without text is skipped (as the schema says
+    for an invalid entry), an unknown status reads as pending and an
+    unknown priority is left out."""
+    out: list[PlanEntry] = []
+    for raw in update.entries:
+        content = raw.get("content") if isinstance(raw, dict) else None
+        if not isinstance(content, str) or not content.strip():
+            continue
+        status = raw.get("status")
+        priority = raw.get("priority")
+        out.append(
+            PlanEntry(
+                content=content,
+                status=status if status in _STATUSES else "pending",
+                priority=priority if priority in _PRIORITIES else None,
+            )
+        )
+    return out
+
+
+def agent_commands(update: s.AvailableCommandsUpdate) -> list[AgentCommand]:
+    """The advertised commands with their description and input hint
+    (``input.hint``); a nameless one is skipped."""
+    out: list[AgentCommand] = []
+    for command in update.available_commands:
+        name = command.name.strip().lstrip("/")
+        if not name:
+            continue
+        hint = command.input.get("hint") if isinstance(command.input, dict) else None
+        out.append(
+            AgentCommand(
+                name=name,
+                description=command.description,
+                input_hint=hint if isinstance(hint, str) and hint else None,
+            )
+        )
+    return out
+
+
 def _notice(update: s.NoticeUpdate) -> NoticeActivity:
     """An agent's ``notice``: its severity (an unknown one reads as info), title and description."""
     level = update.severity if update.severity in ("info", "warning", "error") else "info"
@@ -177,8 +224,10 @@ class UpdateMapper:
             return self._tool_update(update)
         if isinstance(update, s.UsageUpdate):
             return self._usage(update)
+        if isinstance(update, s.Plan):
+            return PlanActivity(entries=plan_entries(update))
         if isinstance(update, s.AvailableCommandsUpdate):
-            return CommandsActivity(commands=[c.name for c in update.available_commands])
+            return CommandsActivity(commands=agent_commands(update))
         if isinstance(update, s.NoticeUpdate):
             return _notice(update)
         if isinstance(update, s.ConfigOptionUpdate):
@@ -393,9 +442,11 @@ def outcome_for(stop_reason: str, *, conversation_id: str | None, response: str)
 
 __all__ = [
     "UpdateMapper",
+    "agent_commands",
     "content_text",
     "first_diff",
     "outcome_for",
+    "plan_entries",
     "prompt_usage",
     "stop_warning",
     "tool_args",

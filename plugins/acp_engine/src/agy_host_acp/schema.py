@@ -230,12 +230,19 @@ class ToolCallUpdate(ToolCallFields, tag="tool_call_update", kw_only=True):
 
 
 class Plan(_Update, tag="plan", kw_only=True):
-    entries: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    """The agent's whole plan; entries stay loose (``{content, priority,
+    status}``) because the schema skips an invalid entry rather than the
+    update: :mod:`agy_host_acp.events` does the same."""
+
+    entries: list[Any] = msgspec.field(default_factory=list)
 
 
 class AvailableCommand(_Wire, kw_only=True):
-    name: str
+    """``{name, description, input: {hint} | null}``; a nameless one is skipped."""
+
+    name: str = ""
     description: str = ""
+    input: Any = None
 
 
 class AvailableCommandsUpdate(_Update, tag="available_commands_update", kw_only=True):

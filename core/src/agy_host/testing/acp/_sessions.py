@@ -73,7 +73,7 @@ class SessionMethods:
         session.mcp_servers = _mcp_servers(params)
         with self._lock:
             self._sessions[sid] = session
-        self.out.send(_wire.result_response(msg_id, {"sessionId": sid, **session.state()}))
+        self._answer(msg_id, {"sessionId": sid, **session.state()}, sid)
 
     def _session_load(self, msg_id: Any, params: dict[str, Any]) -> None:
         sc = self.scenario
@@ -99,7 +99,7 @@ class SessionMethods:
                         continue
                     update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
                     self.out.send(_wire.notification("session/update", {"sessionId": sid, "update": update}))
-        self.out.send(_wire.result_response(msg_id, session.state()))
+        self._answer(msg_id, session.state(), sid)
 
     def _session_resume(self, msg_id: Any, params: dict[str, Any]) -> None:
         """``session/resume`` (advertise ``sessionCapabilities.resume``): like
@@ -109,7 +109,18 @@ class SessionMethods:
             return
         sid = self._session_id(msg_id, params)
         if sid is not None:
-            self.out.send(_wire.result_response(msg_id, self._reopen(sid, params).state()))
+            self._answer(msg_id, self._reopen(sid, params).state(), sid)
+
+    def _answer(self, msg_id: Any, result: dict[str, Any], sid: str) -> None:
+        """A session's answer and, in the same write, the scenario's
+        ``session_updates``: real agents advertise their commands the moment
+        the session exists, so the client may read both in one pipe read."""
+        from agy_host.testing.acp._prompt import subst
+
+        frames = [_wire.result_response(msg_id, result)]
+        for update in self.scenario.session_updates:
+            frames.append(_wire.notification("session/update", {"sessionId": sid, "update": subst(update, sid)}))
+        self.out.write(b"".join(_wire.encode(frame) + b"\n" for frame in frames))
 
     def _session_list(self, msg_id: Any, params: dict[str, Any]) -> None:
         """``session/list``: the scenario's ``listed_sessions`` and the live ones,

@@ -71,6 +71,9 @@ Scenario format (JSON object, or the same as TOML)::
                        last list repeats; ``prompt`` = one list for all
     prompt_counter     "" | PATH: count prompts in this file across processes
                        (a restarted agent plays the next list, not the first)
+    session_updates    [update, ...] sent right after the answer to
+                       session/new, load and resume, in the same write (the
+                       way agents advertise their commands)
 
 Other methods: ``session/close`` -> {}; anything else -> -32601 with
 ``data.method``; a non-JSON line -> -32700; requests on an unknown session
@@ -86,6 +89,9 @@ replaced by the session id)::
     {"tool_call_update": {...}}      same for tool_call_update
     {"update": {...}}                any update object, verbatim
     {"usage": {used, size, cost}}    usage_update
+    {"plan": [{content, priority, status}, ...]}   plan (the whole list)
+    {"commands": [{name, description, input: {hint}}, ...]}
+                                     available_commands_update
     {"notify": {method, params}}     any notification
     {"permission": {tool_call, options, branches}}
                                      session/request_permission (allow/deny by

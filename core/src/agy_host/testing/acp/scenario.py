@@ -260,6 +260,8 @@ _SHORTHANDS: dict[str, Any] = {
     "tool_call": lambda v: _update("tool_call", v),
     "tool_call_update": lambda v: _update("tool_call_update", v),
     "usage": lambda v: _update("usage_update", v),
+    "plan": lambda v: _update("plan", {"entries": v} if isinstance(v, list) else v),
+    "commands": lambda v: _update("available_commands_update", {"availableCommands": v} if isinstance(v, list) else v),
     "notify": lambda v: _as("notify", "method", v),
     "permission": _permission,
     "request": lambda v: _as("request", "method", v),
@@ -386,6 +388,9 @@ class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: First id of server-to-client requests (real agents start at 0).
     request_id_start: int = 0
     prompts: list[list[Step]] = msgspec.field(default_factory=_default_prompts)
+    #: ``session/update`` payloads sent right after answering session/new,
+    #: load or resume, in the same write (``<session>`` substituted).
+    session_updates: list[dict[str, Any]] = []
     #: A file counting prompts across processes of this agent ("": per process).
     prompt_counter: str = ""
 

@@ -32,6 +32,23 @@ _QUESTION_TOOL: dict[str, Any] = {
 }
 
 
+#: Commands as claude-agent-acp advertises them (``input`` null or ``{hint}``).
+_COMMANDS: list[dict[str, Any]] = [
+    {
+        "name": "compact",
+        "description": "Clear conversation history but keep a summary in context",
+        "input": {"hint": "optional custom summarization instructions"},
+    },
+    {"name": "review", "description": "Review a pull request", "input": None},
+    {"name": "model", "description": "Set the AI model", "input": {"hint": "model name"}},
+]
+
+
+def _plan(*statuses: str) -> dict[str, Any]:
+    steps = [("Read the failing test", "high"), ("Fix the parser", "high"), ("Run the test suite", "medium")]
+    return {"plan": [{"content": c, "priority": p, "status": st} for (c, p), st in zip(steps, statuses, strict=True)]}
+
+
 def _answered(text: str) -> list[dict[str, Any]]:
     return [
         {
@@ -171,6 +188,20 @@ BUILTIN: dict[str, dict[str, Any]] = {
                     "totalTokens": 1834,
                 }
             },
+            {"stop": "end_turn"},
+        ],
+    },
+    "plan": {
+        "description": "available_commands_update with the session/new answer (as Claude and the Gemini CLI do), "
+        "then a plan sent and updated twice while it answers 'Done: ' and the prompt's text",
+        "session_updates": [{"sessionUpdate": "available_commands_update", "availableCommands": _COMMANDS}],
+        "prompt": [
+            _plan("in_progress", "pending", "pending"),
+            {"chunk": "Reading. "},
+            _plan("completed", "in_progress", "pending"),
+            {"chunk": "Fixed. "},
+            _plan("completed", "completed", "completed"),
+            {"echo": "Done: "},
             {"stop": "end_turn"},
         ],
     },
