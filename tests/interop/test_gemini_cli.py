@@ -186,3 +186,68 @@ def test_a_marker_is_unique_per_launch(gemini_cli: GeminiCli, tmp_path: Path) ->
     first, second = gemini_cli.launch(tmp_path), gemini_cli.launch(tmp_path)
     assert first.marker != second.marker and first.marker in " ".join(first.argv)
     assert uuid.UUID(Path(first.marker).name.removeprefix("gemini-home-"))
+
+
+def test_a_slash_command_runs_in_the_gemini_cli_with_an_agents_md_and_a_system_prompt(rig: Rig) -> None:
+    """The Gemini CLI runs a prompt as its own command when the prompt's
+    leading text starts with ``/`` (``/about`` answers without a model call).
+    The host's system block (system prompt, AGENTS.md) must not go in front:
+    it waits for the conversation's first plain prompt."""
+    (rig.workdir / ".git").mkdir()  # the AGENTS.md walk stops here
+    (rig.workdir / "AGENTS.md").write_text("Run the tests first.\n")
+    rig.serve([{"echo": True}])
+    run = rig.run("/about", "--system-prompt", "ALWAYS BE BRIEF")
+    ctx = run.context
+    assert run.returncode == 0, ctx
+    assert "Gemini CLI Info" in run.text, f"the command went to the model as text\n{ctx}"
+    assert rig.api is not None and rig.api.requests() == [], ctx
+    sent = run.wire.first("client", "session/prompt")
+    assert sent is not None and sent.frame is not None, ctx
+    assert sent.frame["params"]["prompt"] == [{"type": "text", "text": "/about"}], ctx
+    validate_tee_log(run.wire, where="gemini-cli wire")
+    rig.close(ctx)
+
+
+def test_a_second_command_never_shows_the_replayed_history_as_its_answer(rig: Rig) -> None:
+    """Two commands on one session: the second loads the conversation. When
+    the Gemini CLI's ``session/load`` succeeds it answers first and replays
+    the history afterwards; none of it is the new answer. When the load is
+    refused ("Invalid session identifier", which the Gemini CLI does for a
+    while after a session's first turn), the turn starts a new conversation
+    and says so in agy-host's words, and ``--resume`` exits 4.
+
+    Seen here with 0.61: a fresh Gemini CLI process asked to load a session
+    re-initializes that session's chat file before reading it, so the load
+    finds nothing resumable ("No previous sessions found for this project").
+    Warm agents, not loads, keep a Gemini CLI conversation across commands."""
+    rig.serve([{"echo": True}])  # each turn answers with the user text the model was sent
+    first = rig.run("first question", "--session", "work")
+    assert first.returncode == 0 and first.text.endswith("first question"), first.context
+    rig.log.rename(rig.tmp / "wire-first.jsonl")  # the same agent command (the binding's key), a fresh log
+    second = rig.run("second question", "--session", "work")
+    ctx = second.context
+    assert second.returncode == 0, ctx
+    assert second.text.endswith("second question") and "first question" not in second.text, ctx
+    [end] = second.of_type("turn_end")
+    assert end["response"] == second.text, ctx
+    load = second.wire.first("client", "session/load")
+    assert load is not None, ctx
+    reply = second.wire.response_to("agent", load)
+    assert reply is not None and reply.frame is not None, ctx
+    if "error" in reply.frame:  # refused: a new conversation, said in our words
+        notices = [n for n in second.of_type("notice") if n.get("code") == "conversation-replaced"]
+        assert len(notices) == 1 and "--resume {number}" not in notices[0]["message"], ctx
+        assert end.get("replaced_conversation_id") == first.of_type("turn_end")[0]["conversation_id"], ctx
+    else:  # loaded: the replay came (after the answer, for the Gemini CLI) and was dropped
+        replayed = [
+            w
+            for w in second.wire.lines
+            if w.sender == "agent"
+            and w.frame is not None
+            and w.frame.get("method") == "session/update"
+            and w.frame["params"]["update"].get("sessionUpdate") == "user_message_chunk"
+        ]
+        assert replayed, f"the Gemini CLI replayed nothing\n{ctx}"
+        assert "replaced_conversation_id" not in end, ctx
+    validate_tee_log(second.wire, where="gemini-cli wire")
+    rig.close(ctx)

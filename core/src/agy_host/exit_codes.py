@@ -28,7 +28,7 @@ EXIT_CODES: dict[int, str] = {
     ExitCode.ERROR: "the turn or command failed (the message says why)",
     ExitCode.USAGE: "bad command line",
     ExitCode.TIMEOUT: "the turn hit its overall deadline or inactivity timeout",
-    ExitCode.NO_SUCH_SESSION: "the named session does not exist",
+    ExitCode.NO_SUCH_SESSION: "the named session does not exist, or (--resume) its conversation cannot be continued",
     ExitCode.PERMISSION_DENIED: (
         "the agent asked for permission and every request was denied or cancelled, or asked a question nobody answered"
     ),

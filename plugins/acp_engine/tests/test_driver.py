@@ -193,14 +193,84 @@ async def test_load_replay_never_leaks_into_live_text(tmp_path: Path) -> None:
 
 
 async def test_load_failure_falls_back_to_new_session_visibly(tmp_path: Path) -> None:
+    """Without --resume: a new conversation, said in agy-host's words (the
+    agent's own reason is written for its CLI and stays in the log)."""
     fake = Fake(tmp_path, "load-fails")
     engine = make_engine(tmp_path, fake.command_line)
     async with driver_for(engine) as drv:
         acts = await collect(await drv.run(req(conversation_id="gone-123")))
-    notices = [a for a in acts if isinstance(a, NoticeActivity)]
-    assert any("could not resume conversation gone-123" in n.message for n in notices)
+        log = [e.event for e in drv.lifecycle.entries()]
+    [notice] = [a for a in acts if isinstance(a, NoticeActivity) and a.code == "conversation-replaced"]
+    assert "could not continue conversation gone-123 (it refused session/load)" in notice.message
+    assert "pass --resume to fail instead" in notice.message and "unknown session" not in notice.message
+    assert "session-load-failed" in log
     assert outcome_of(acts).status == "ok"
     assert fake.methods().count("session/new") == 1
+
+
+async def test_resume_fails_the_turn_with_the_agents_reason_when_the_load_fails(tmp_path: Path) -> None:
+    """--resume: no new conversation; error kind ``no_session`` (exit 4)."""
+    fake = Fake(tmp_path, "load-fails")
+    engine = make_engine(tmp_path, fake.command_line)
+    async with driver_for(engine) as drv:
+        acts = await collect(await drv.run(req(conversation_id="gone-123", resume=True)))
+    out = outcome_of(acts)
+    assert (out.status, out.error_kind) == ("error", "no_session"), out
+    assert "could not continue conversation gone-123" in out.error and "unknown session" in out.error
+    assert "session/new" not in fake.methods() and "session/prompt" not in fake.methods()
+
+
+async def test_resume_fails_on_an_agent_that_cannot_load(tmp_path: Path) -> None:
+    fake = Fake(tmp_path, "happy", load_session=False)
+    engine = make_engine(tmp_path, fake.command_line)
+    async with driver_for(engine) as drv:
+        failed = outcome_of(await collect(await drv.run(req(conversation_id="old-1", resume=True))))
+        fresh = await collect(await drv.run(req(conversation_id="old-1")))
+    assert failed.error_kind == "no_session" and "neither session/load nor session/resume" in failed.error
+    assert outcome_of(fresh).status == "ok"
+    assert any(a.code == "conversation-replaced" for a in fresh if isinstance(a, NoticeActivity))
+
+
+@pytest.mark.parametrize("delay_ms", [0, 120])
+async def test_a_replay_that_trails_the_load_answer_never_reaches_the_turn(tmp_path: Path, delay_ms: int) -> None:
+    """The Gemini CLI answers session/load first and replays afterwards."""
+    fake = Fake(tmp_path, "load-replay", load="replay-after", replay_delay_ms=delay_ms)
+    engine = make_engine(tmp_path, fake.command_line)
+    async with driver_for(engine) as drv:
+        acts = await collect(await drv.run(req(conversation_id="fake-session-0001")))
+        [load] = [e for e in drv.lifecycle.entries() if e.event == "session-load"]
+    assert text_of(acts) == "LIVE-1LIVE-2"
+    assert outcome_of(acts).response == "LIVE-1LIVE-2"
+    # in the load's own read (no delay) or after its answer: dropped either way
+    assert load.data["replayed"] + load.data["replayed_after_answer"] == 2, load
+    if delay_ms:
+        assert load.data["replayed_after_answer"] == 2, load
+
+
+def _said(role: str, text: str) -> dict[str, Any]:
+    return {"update": {"sessionUpdate": f"{role}_message_chunk", "content": {"type": "text", "text": text}}}
+
+
+async def test_a_replay_inside_the_turn_is_history_not_the_answer(tmp_path: Path) -> None:
+    """Later still, inside the prompt: a user chunk starts the history, the
+    burst after it is history too, the live answer comes after a pause."""
+    steps = [_said("user", "OLD USER"), _said("agent", "OLD ANSWER"), {"sleep": 0.6}, {"chunk": "LIVE"}]
+    fake = Fake(tmp_path, "happy", prompt=steps)
+    engine = make_engine(tmp_path, fake.command_line)
+    async with driver_for(engine) as drv:
+        acts = await collect(await drv.run(req()))
+    assert text_of(acts) == "LIVE" and outcome_of(acts).response == "LIVE"
+    assert [a.code for a in acts if isinstance(a, NoticeActivity)] == ["replay"]
+
+
+async def test_an_agent_echoing_the_prompt_keeps_its_live_answer(tmp_path: Path) -> None:
+    steps = [_said("user", "hi there"), {"chunk": "LIVE"}]
+    fake = Fake(tmp_path, "happy", prompt=steps)
+    engine = make_engine(tmp_path, fake.command_line)
+    async with driver_for(engine) as drv:
+        acts = await collect(await drv.run(req("hi there")))
+    assert text_of(acts) == "LIVE"
+    assert not [a for a in acts if isinstance(a, NoticeActivity) and a.code == "replay"]
 
 
 async def test_permission_is_answered_by_the_policy_with_the_exact_option_id(tmp_path: Path) -> None:

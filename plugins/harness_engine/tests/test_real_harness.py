@@ -242,16 +242,25 @@ def test_resume_after_restart_continues_the_same_conversation(hhome: HarnessHome
     assert last["turn"] == 2, "the model saw the earlier turn: the harness resumed it from its storage"
 
 
-def test_unknown_conversation_is_an_error_with_the_harness_reason(hhome: HarnessHome) -> None:
-    hhome.serve(one_turn([{"text": "never"}]))
+def test_unknown_conversation_fails_under_resume_and_is_replaced_without(hhome: HarnessHome) -> None:
+    """The engines agree: ``--resume`` exits 4 with the harness's reason;
+    without it the turn starts a new conversation and says so."""
+    hhome.serve({"turns": [[[{"text": "first"}]], [[{"text": "fresh"}]]]})
     ok(hhome.turn("t8", "hi"))
     store = hhome.state / "sessions.json"
     data = json.loads(store.read_text())
-    data["bindings"]["t8@harness"]["conversation_id"] = "0123456789abcdef0123456789abcdef"
+    gone = "0123456789abcdef0123456789abcdef"
+    data["bindings"]["t8@harness"]["conversation_id"] = gone
     store.write_text(json.dumps(data))
+    run = hhome.turn("t8", "again", "--resume")
+    assert run.returncode == 4, run
+    assert run.end["error_kind"] == "no_session", run
+    assert f"could not resume conversation {gone}" in run.end["error"], run
     run = hhome.turn("t8", "again")
-    assert run.returncode != 0, run
-    assert "could not resume conversation 0123456789abcdef0123456789abcdef" in run.end["error"], run
+    end = ok(run)
+    assert end["replaced_conversation_id"] == gone and end["conversation_id"] not in (None, gone), run
+    [notice] = [n for n in run.of("notice") if n.get("code") == "conversation-replaced"]
+    assert f"could not continue conversation {gone}" in notice["message"], run
 
 
 def test_budget_stop_is_a_clear_error(hhome: HarnessHome) -> None:

@@ -497,7 +497,9 @@ async def test_an_unusable_conversation_id_starts_a_new_conversation_visibly(tmp
     fake = fake_agy("happy")
     acts = await one_turn(make_engine(tmp_path, fake.env), req(conversation_id="--model=x"))
     assert "--conversation" not in fake.argvs()[0]
-    assert any("not one agy can resume" in n for n in notices(acts))
+    assert any("not one agy can continue" in n for n in notices(acts))
+    refused = await one_turn(make_engine(tmp_path, fake.env), req(conversation_id="--model=x", resume=True))
+    assert outcome_of(refused).error_kind == "no_session" and len(fake.argvs()) == 1
 
 
 async def test_shutdown_closes_stdin_and_agy_exits_by_itself(tmp_path: Path, fake_agy: Fake) -> None:
@@ -522,3 +524,28 @@ async def test_doctor_snapshot(tmp_path: Path, fake_agy: Fake) -> None:
     assert events[:2] == ["turn-start", "spawn"]
     assert "--print-timeout 920s" in snap.extra["argv"] and snap.extra["agy_tools"] == 6
     assert [e.event for e in drv.snapshot().lifecycle][-2:] == ["exit", "closed"]
+
+
+GONE = "0123abcd-0000-4000-8000-00000000dead"
+
+
+async def test_a_conversation_agy_did_not_continue_is_replaced_visibly(tmp_path: Path, fake_agy: Fake) -> None:
+    fake = fake_agy("happy", unknown_conversation="new")
+    acts = await one_turn(make_engine(tmp_path, fake.env), req(conversation_id=GONE))
+    out = outcome_of(acts)
+    assert out.status == "ok" and out.conversation_id not in (None, GONE)
+    [notice] = [a for a in acts if isinstance(a, NoticeActivity) and a.code == "conversation-replaced"]
+    assert f"agy did not continue conversation {GONE}" in notice.message
+
+
+async def test_resume_of_a_conversation_agy_did_not_continue_fails_before_its_answer(
+    tmp_path: Path, fake_agy: Fake
+) -> None:
+    """--resume: the turn ends at agy's ``init`` (exit 4), no text of the new
+    conversation is this turn's, and the binding keeps the old id."""
+    fake = fake_agy("happy", unknown_conversation="new")
+    acts = await one_turn(make_engine(tmp_path, fake.env), req(conversation_id=GONE, resume=True))
+    out = outcome_of(acts)
+    assert (out.status, out.error_kind, out.conversation_id) == ("error", "no_session", GONE), out
+    assert f"agy did not continue conversation {GONE}" in out.error
+    assert text_of(acts) == ""

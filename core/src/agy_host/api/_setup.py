@@ -235,4 +235,5 @@ def _settings(kw: Mapping[str, Any]) -> TurnSettings:
         inactivity_s=kw["inactivity"],
         max_tokens=kw.get("max_tokens"),
         max_cost=kw.get("max_cost"),
+        resume=bool(kw.get("resume")),
     )

@@ -30,7 +30,10 @@ if TYPE_CHECKING:
 SESSION_HELP = "Host session to create or continue (letters, digits, . _ - : only)."
 
 Session = Annotated[str | None, typer.Option("--session", "-s", help=SESSION_HELP, metavar="NAME")]
-Resume = Annotated[bool, typer.Option("--resume", help="Fail (exit 4) unless --session exists.")]
+Resume = Annotated[
+    bool,
+    typer.Option("--resume", help="Fail (exit 4) unless --session exists and the agent continues its conversation."),
+]
 Engine = Annotated[
     str | None, typer.Option("--engine", "-e", help="Engine to use (see `agy-host engine`).", metavar="NAME")
 ]
@@ -168,6 +171,7 @@ class TurnOptions(msgspec.Struct, kw_only=True):
             additional_directories=self.add_dirs,
             max_tokens=self.max_tokens,
             max_cost=self.max_cost,
+            resume=self.resume,
         )
 
 

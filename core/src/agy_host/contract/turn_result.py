@@ -50,6 +50,9 @@ class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool_use: ToolUseRequested | None = None
     permission_requests: int = 0
     permissions_refused: int = 0
+    #: The conversation the session was bound to, when the agent could not
+    #: continue it and this turn started a new one (without ``--resume``).
+    replaced_conversation_id: str | None = None
 
 
 def exit_code_for(
@@ -73,6 +76,8 @@ def exit_code_for(
         return ExitCode.TIMEOUT
     if error_kind == "budget":
         return ExitCode.BUDGET
+    if error_kind == "no_session":
+        return ExitCode.NO_SUCH_SESSION
     if questions_unanswered > 0:
         return ExitCode.PERMISSION_DENIED
     if permission_requests > 0 and permissions_refused == permission_requests:

@@ -61,6 +61,11 @@ class TurnRequest(msgspec.Struct, kw_only=True, omit_defaults=True):
     cwd: str
     #: The agent conversation to continue (ACP session id, agy conversation id).
     conversation_id: str | None = None
+    #: ``--resume``: ``conversation_id`` must be continued. An engine that
+    #: cannot continue it fails the turn with error kind ``no_session``
+    #: (exit 4) and the agent's own reason; without it, the engine starts a
+    #: new conversation and says so with a ``conversation-replaced`` notice.
+    resume: bool = False
     model: str | None = None
     effort: str | None = None
     mode: str | None = None

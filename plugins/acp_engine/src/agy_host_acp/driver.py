@@ -343,16 +343,10 @@ class AcpDriver:
             caps = conn.info.agent_capabilities if conn.info else s.AgentCapabilities()
             resume = caps.session_capabilities.get("resume") is not None
             if not caps.load_session and not resume:
-                turn.handle.emit(
-                    NoticeActivity(
-                        level="warning",
-                        message=f"{self.spec.label} cannot load or resume sessions (no loadSession capability); "
-                        f"conversation {sid} cannot be resumed, starting a new one",
-                        code="load-unsupported",
-                    )
-                )
+                self._not_continued(turn, sid, "it offers neither session/load nor session/resume")
                 sid = None
             else:
+                method = "session/resume" if resume else "session/load"
                 try:
                     if resume:  # no history replayed: the same conversation, cheaper
                         await conn.resume_session(sid, req.cwd, mcp, roots)
@@ -365,14 +359,8 @@ class AcpDriver:
                 except (JsonRpcError, RequestTimeout) as exc:
                     if turn.aborted:
                         raise
-                    self.lifecycle.add("session-load-failed-creating-fresh", sessionId=sid, error=_describe(exc))
-                    turn.handle.emit(
-                        NoticeActivity(
-                            level="warning",
-                            message=f"could not resume conversation {sid} ({_describe(exc)}); started a new one",
-                            code="load-failed",
-                        )
-                    )
+                    self.lifecycle.add("session-load-failed", sessionId=sid, method=method, error=_describe(exc))
+                    self._not_continued(turn, sid, f"it refused {method}", _describe(exc))
                     sid = None
         if turn.session_id is None:
             setup = await conn.new_session(req.cwd, mcp, roots)
@@ -384,6 +372,26 @@ class AcpDriver:
         turn.mapper.cost_before = conn.costs.get(turn.session_id)
         self.last_session = turn.session_id
         conn.attach(turn.session_id, turn)
+
+    def _not_continued(self, turn: Turn, sid: str, why: str, reason: str = "") -> None:
+        """The bound conversation cannot be continued on this agent.
+
+        Under ``--resume`` that fails the turn (exit 4) with the agent's own
+        reason. Otherwise the turn starts a new conversation and says so in
+        agy-host's words: an agent's reason is written for its own CLI (the
+        Gemini CLI's advises ``--resume {number}``), so it is kept for the
+        ``--resume`` error and the lifecycle log, not repeated here."""
+        if turn.request.resume:
+            said = f": {reason}" if reason else ""
+            raise TurnFailed(f"{self.spec.label} could not continue conversation {sid} ({why}){said}", "no_session")
+        turn.handle.emit(
+            NoticeActivity(
+                level="warning",
+                message=f"{self.spec.label} could not continue conversation {sid} ({why}); this turn starts a "
+                "new conversation, without the earlier messages (pass --resume to fail instead)",
+                code="conversation-replaced",
+            )
+        )
 
     def _absorb(self, conn: AcpConnection, turn: Turn) -> None:
         """What the agent changed about its session during the turn is now the

@@ -20,6 +20,10 @@ What this layer guarantees, because real agents need each of them:
   from the agent are served concurrently in the connection's nursery and
   always answered (an exception in a handler becomes an error response).
 * ``abort_all`` fails every pending request at once when the agent dies.
+* **Withdrawn requests.** A ``$/cancel_request`` from the agent cancels the
+  handler of the request it names (a permission prompt, a question being
+  asked), which is answered with ACP's request-cancelled error (-32800);
+  ``on_withdrawn`` is told, so the person learns why the prompt went away.
 
 Notifications are dispatched synchronously from the read loop: they are the
 hot path (hundreds of thousands of ``session/update`` chunks per turn), so
@@ -51,6 +55,8 @@ READ_CHUNK = 256 * 1024
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+#: ACP's (and LSP's) answer to a request its sender withdrew with ``$/cancel_request``.
+REQUEST_CANCELLED = -32800
 AUTH_REQUIRED = -32000
 
 
@@ -168,6 +174,8 @@ class FastPath(msgspec.Struct, frozen=True):
 NotificationHandler = Callable[[str, msgspec.Raw], None]
 RequestHandler = Callable[[str, msgspec.Raw], Awaitable[Any]]
 ErrorHandler = Callable[[str, bytes], None]
+#: Told the method and params of a request the agent withdrew (``$/cancel_request``).
+WithdrawnHandler = Callable[[str, msgspec.Raw], None]
 
 
 #: The engine's name for core's framing (linear in a line's size, refusals
@@ -189,6 +197,7 @@ class JsonRpcConnection:
         max_line: int = MAX_LINE_BYTES,
         fast_path: FastPath | None = None,
         trace: TraceTap | None = None,
+        on_withdrawn: WithdrawnHandler | None = None,
     ) -> None:
         self._send = send
         self._receive = receive
@@ -200,6 +209,9 @@ class JsonRpcConnection:
         self._buffer = LineBuffer(max_line)
         self._ids = itertools.count(0)
         self._pending: dict[int | str, _Pending] = {}
+        #: The agent's requests being served, by id: what ``$/cancel_request`` cancels.
+        self._serving: dict[int | str, trio.CancelScope] = {}
+        self._on_withdrawn = on_withdrawn
         self._send_lock = trio.Lock()
         self._decoder = msgspec.json.Decoder(_Envelope)
         self._encoder = msgspec.json.Encoder()
@@ -321,6 +333,9 @@ class JsonRpcConnection:
             return
         method = env.method
         if method is not None:
+            if env.id is None and method == "$/cancel_request":
+                self._withdraw(env.params)
+                return
             if env.id is None:
                 try:
                     self._on_notification(method, env.params)
@@ -348,14 +363,44 @@ class JsonRpcConnection:
                 pending.error = exc
         pending.done.set()
 
-    async def _serve(self, req_id: int | str, method: str, params: msgspec.Raw) -> None:
+    def _withdraw(self, params: msgspec.Raw) -> None:
+        """``$/cancel_request`` from the agent: stop serving that request.
+        One for a request already answered (or never sent) is ignored, as
+        the protocol says."""
         try:
-            result = await self._on_request(method, params)
+            decoded = msgspec.json.decode(params)
+        except msgspec.DecodeError:
+            decoded = None
+        req_id = decoded.get("requestId") if isinstance(decoded, dict) else None
+        if not isinstance(req_id, int | str) or isinstance(req_id, bool):
+            self._on_protocol_error("$/cancel_request without a requestId", bytes(params)[:200])
+            return
+        scope = self._serving.get(req_id)
+        if scope is not None:
+            scope.cancel()
+
+    async def _serve(self, req_id: int | str, method: str, params: msgspec.Raw) -> None:
+        scope = trio.CancelScope()
+        self._serving[req_id] = scope
+        try:
+            with scope:
+                result = await self._on_request(method, params)
         except JsonRpcError as exc:
             await self._write({"jsonrpc": "2.0", "id": req_id, "error": _error_obj(exc)})
             return
         except Exception as exc:
             err = {"code": INTERNAL_ERROR, "message": f"client error: {type(exc).__name__}: {exc}"}
+            await self._write({"jsonrpc": "2.0", "id": req_id, "error": err})
+            return
+        finally:
+            self._serving.pop(req_id, None)
+        if scope.cancelled_caught:
+            if self._on_withdrawn is not None:
+                try:
+                    self._on_withdrawn(method, params)
+                except Exception as exc:  # a handler bug must not leave the request unanswered
+                    self._on_protocol_error(f"withdrawn handler failed for {method}: {exc!r}", b"")
+            err = {"code": REQUEST_CANCELLED, "message": "Request cancelled"}
             await self._write({"jsonrpc": "2.0", "id": req_id, "error": err})
             return
         await self._write({"jsonrpc": "2.0", "id": req_id, "result": result})
@@ -447,6 +492,7 @@ __all__ = [
     "JsonRpcConnection",
     "JsonRpcError",
     "LineBuffer",
+    "REQUEST_CANCELLED",
     "RequestTimeout",
     "field_errors",
 ]

@@ -21,6 +21,7 @@ from agy_host.engine.turn import EngineTurn
 from agy_host_acp import schema as s
 from agy_host_acp.elicitation import ElicitationParams, question_for, response_for
 from agy_host_acp.events import UpdateMapper, first_diff, tool_args, tool_name
+from agy_host_acp.replay import ReplayGuard
 
 if TYPE_CHECKING:
     from agy_host.contract.interactions import QuestionAsker
@@ -48,6 +49,7 @@ class Turn(EngineTurn):
         self.cancel_sent = False
         self.permissions_asked = 0
         self.permissions_denied = 0
+        self.replay = ReplayGuard(_prompt_text(request), self._replay_seen)
 
     @property
     def conversation_id(self) -> str | None:
@@ -65,16 +67,32 @@ class Turn(EngineTurn):
 
     def on_update(self, update: s.Update) -> None:
         self.timers.touch()
+        if not self.replay.keep(update):
+            return
         activity = self.mapper.map(update)
         if activity is not None:
             self.handle.emit(activity)
 
     def on_updates(self, updates: list[s.Update]) -> None:
-        """Every update of one pipe read, in order (the hot path)."""
+        """Every update of one pipe read, in order (the hot path: the replay
+        guard looks at each update only when the read holds a user chunk or
+        a replay is under way)."""
         self.timers.touch()
+        if self.replay.replaying or s.UserMessageChunk in set(map(type, updates)):
+            updates = self.replay.filter(updates)
         emit = self.handle.emit
         for activity in self.mapper.map_many(updates):
             emit(activity)
+
+    def _replay_seen(self) -> None:
+        self.handle.emit(
+            NoticeActivity(
+                level="warning",
+                message="the agent sent the conversation's earlier messages inside this turn; "
+                "they are history, not shown as this turn's answer",
+                code="replay",
+            )
+        )
 
     def on_notice(self, level: str, message: str, code: str) -> None:
         lvl = level if level in ("info", "warning", "error") else "warning"
@@ -135,6 +153,13 @@ class Turn(EngineTurn):
         answer = await self.ask(self._ask, question, bound_s=self._permission_timeout)
         self.timers.touch()
         return response_for(answer, question)
+
+
+def _prompt_text(request: TurnRequest) -> str:
+    """The turn's own text, so an agent echoing it is not taken for history."""
+    from agy_host.contract.prompt import TextBlock
+
+    return "\n".join(b.text for b in request.prompt if isinstance(b, TextBlock))
 
 
 __all__ = ["Turn"]

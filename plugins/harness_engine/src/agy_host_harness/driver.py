@@ -381,19 +381,45 @@ class HarnessDriver:
             self.lifecycle.add("reopen", session=req.session, why="settings changed")
             wanted = wanted or current.cascade_id
             await current.aclose()
+        fresh_block = system_block
         if wanted:
             system_block = self.engine.saved_system_block(wanted)
-        config = harness_config.build(
-            settings=self.settings,
-            profile=profile,
-            point=self.engine.endpoint,
-            tools=tools,
-            servers=servers,
-            system_block=system_block,
-            app_data_dir=str(self.engine.paths.app_data),
-            cascade_id=wanted,
-        )
-        conversation = await self._open_conversation(harness, req.session, config, profile)
+
+        def config_for(cascade_id: str | None, block: str) -> dict[str, Any]:
+            return harness_config.build(
+                settings=self.settings,
+                profile=profile,
+                point=self.engine.endpoint,
+                tools=tools,
+                servers=servers,
+                system_block=block,
+                app_data_dir=str(self.engine.paths.app_data),
+                cascade_id=cascade_id,
+            )
+
+        try:
+            conversation = await self._open_conversation(
+                harness, req.session, config_for(wanted, system_block), profile
+            )
+        except TurnFailed as exc:
+            # The bound conversation is gone from the harness's storage (or
+            # refused): under --resume that is the turn's end (exit 4), else a
+            # new conversation, said in agy-host's words (the engines agree).
+            if not wanted or exc.kind == "auth" or turn.aborted:
+                raise
+            self.lifecycle.add("resume-failed", session=req.session, id=wanted, error=str(exc)[:300])
+            if req.resume:
+                raise TurnFailed(str(exc), "no_session") from exc
+            turn.emit(
+                NoticeActivity(
+                    level="warning",
+                    message=f"the harness could not continue conversation {wanted}; this turn starts a new "
+                    "conversation, without the earlier messages (pass --resume to fail instead)",
+                    code="conversation-replaced",
+                )
+            )
+            wanted, system_block = None, fresh_block
+            conversation = await self._open_conversation(harness, req.session, config_for(None, system_block), profile)
         if wanted:
             self.stats["resumes"] += 1
         else:

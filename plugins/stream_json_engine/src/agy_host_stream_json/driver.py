@@ -194,11 +194,22 @@ class StreamJsonDriver:
             return
         turn = self._turn_of(child)
         if child.resumed and child.conversation_id and cid != child.conversation_id and turn is not None:
+            if turn.request.resume:
+                # --resume: nothing may run on the new conversation; the turn
+                # ends here (exit 4) and agy is torn down with its answer.
+                turn.refused = (
+                    f"agy did not continue conversation {child.conversation_id} (it started {cid})",
+                    "no_session",
+                )
+                turn.conversation_id = child.conversation_id
+                turn.wire_done.set()
+                return
             turn.handle.emit(
                 NoticeActivity(
                     level="warning",
-                    message=f"agy did not resume conversation {child.conversation_id}; it started {cid}",
-                    code="resume-failed",
+                    message=f"agy did not continue conversation {child.conversation_id}; this turn starts a new "
+                    "conversation, without the earlier messages (pass --resume to fail instead)",
+                    code="conversation-replaced",
                 )
             )
         child.conversation_id = cid
@@ -269,11 +280,14 @@ class StreamJsonDriver:
     async def _process_for(self, turn: Turn, profile: Profile) -> AgyProcess:
         conversation = turn.request.conversation_id
         if conversation and not CONVERSATION_ID.match(conversation):
+            why = f"conversation id {conversation!r} is not one agy can continue"
+            if turn.request.resume:
+                raise TurnFailed(why, "no_session")
             turn.handle.emit(
                 NoticeActivity(
                     level="warning",
-                    message=f"conversation id {conversation!r} is not one agy can resume; starting a new conversation",
-                    code="resume-failed",
+                    message=f"{why}; this turn starts a new conversation (pass --resume to fail instead)",
+                    code="conversation-replaced",
                 )
             )
             conversation = None
@@ -423,6 +437,11 @@ class StreamJsonDriver:
             if error is not None:
                 self.lifecycle.add("stdin-failed", error=error)
             await turn.wire_done.wait()
+        if turn.refused is not None:
+            if turn.child is not None:
+                await self._teardown(turn.child, "conversation not continued (--resume)")
+            message, kind = turn.refused
+            return settle.failed(turn, message, kind)
         fired = turn.timers.expired()
         child = turn.child
         if child is None:  # a timer fired while the process was starting

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from agy_host.contract.events import NoticeActivity
+from agy_host.contract.events import ErrorKind, NoticeActivity
 from agy_host.engine.driver import TurnRequest
 from agy_host.engine.turn import EngineTurn
 from agy_host_stream_json.mapping import StepMapper
@@ -42,6 +42,9 @@ class Turn(EngineTurn):
         self.statements: list[str] = []
         self.print_timeout_line: str | None = None
         self.wire_notices = 0
+        #: Set when the turn must end before agy answers it (``--resume`` of a
+        #: conversation agy did not continue): the message and error kind.
+        self.refused: tuple[str, ErrorKind] | None = None
 
     def response(self) -> str:
         return self.mapper.response
@@ -49,6 +52,8 @@ class Turn(EngineTurn):
     # -- lines from agy ---------------------------------------------------------------
 
     def on_event(self, event: Event) -> None:
+        if self.refused is not None:
+            return  # the turn is over before agy's answer: nothing of it is this turn's
         kind = type(event)
         if kind is StepEvent:
             step = event.step  # type: ignore[union-attr]

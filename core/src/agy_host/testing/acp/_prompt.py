@@ -238,6 +238,11 @@ class PromptRun:
         self.agent.out.send({"jsonrpc": "2.0", "id": msg_id, "method": step.method, "params": params})
         # A cancel also sets ``done``; the timeout only covers a cancel that
         # raced with registering this request.
+        if step.withdraw_after is not None and not pending.done.wait(
+            step.withdraw_after * self.agent.scenario.sleep_scale
+        ):
+            self.agent.log.event("request-withdrawn", id=msg_id, method=step.method)
+            self.agent.out.send(_wire.notification("$/cancel_request", {"requestId": msg_id}))
         while not pending.done.wait(0.5):
             if self.cancel.is_set():
                 break

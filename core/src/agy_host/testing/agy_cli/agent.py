@@ -21,7 +21,9 @@ conversation, so a resumed conversation goes on with the next; the last
 repeats), ``build`` (``"1.2.17"``: denials as DONE + ``denied_actions``, print
 timeout as an empty SUCCESS; ``"1.1.24"``: TOOL_ERROR denials, ``timeout
 waiting for response`` and exit 1), ``signed_in``, ``conversation_id``
-(``"generate"``), ``sleep_scale``, ``sigterm`` (``exit`` | ``ignore``),
+(``"generate"``), ``unknown_conversation`` (``fail``: ``--conversation`` of
+one not on disk exits 1; ``new``: a new conversation, named in ``init``),
+``sleep_scale``, ``sigterm`` (``exit`` | ``ignore``),
 ``models`` (``[[id, name], ...]``), ``models_mode`` (``ok`` | ``fail`` | ``hang``).
 
 Steps (one-key objects)::
@@ -233,6 +235,9 @@ class FakeAgy:
         if wanted:
             path = self.state / f"{wanted}.json" if self.state else None
             if path is not None and not path.exists():
+                if self.sc.get("unknown_conversation") == "new":
+                    self.conv = str(uuid.uuid4())  # starts another one and says so only in init
+                    return
                 self.fail(f"conversation {wanted} not found", 1, [f"error: conversation {wanted} not found"])
             if path is not None:
                 saved = json.loads(path.read_text())
