@@ -50,6 +50,24 @@ def finish(proc: subprocess.Popen[str], argv: list[str], launch: AgentLaunch, lo
     return Run(proc.returncode, events, wire, context)
 
 
+def advertised_commands(wire: TeeLog) -> list[str] | None:
+    """The command names of the agent's last ``available_commands_update`` on
+    the wire (as agy-host shows them: no ``/``); ``None`` when it sent none."""
+    found = None
+    for frame in wire.frames("agent"):
+        update = frame.get("params", {}).get("update", {}) if frame.get("method") == "session/update" else {}
+        if isinstance(update, dict) and update.get("sessionUpdate") == "available_commands_update":
+            commands = update.get("availableCommands") or []
+            found = [str(c["name"]).lstrip("/") for c in commands if isinstance(c, dict) and c.get("name")]
+    return found
+
+
+def shown_commands(events: list[dict[str, Any]]) -> list[str] | None:
+    """The names of the run's last ``commands`` event; ``None`` without one."""
+    shown = [e for e in events if e.get("type") == "commands"]
+    return [c["name"] for c in shown[-1]["commands"]] if shown else None
+
+
 def no_leftovers(launch: AgentLaunch, context: str) -> None:
     left = wait_gone(launch.marker)
     if left:
@@ -57,4 +75,4 @@ def no_leftovers(launch: AgentLaunch, context: str) -> None:
     assert not left, f"agent processes left after agy-host exited: {left}\n{context}"
 
 
-__all__ = ["RUN_TIMEOUT", "Run", "argv_for", "finish", "no_leftovers"]
+__all__ = ["RUN_TIMEOUT", "Run", "advertised_commands", "argv_for", "finish", "no_leftovers", "shown_commands"]

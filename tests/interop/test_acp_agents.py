@@ -33,7 +33,20 @@ from interop.rawacp import communicate_or_fail, kill_all, start_cli, wait_gone
 pytestmark = pytest.mark.interop
 
 #: The event types of the JSON-lines contract (``done`` closes the stream).
-EVENT_TYPES = {"turn_start", "text", "thought", "tool", "permission", "usage", "notice", "tool_use", "turn_end", "done"}
+EVENT_TYPES = {
+    "turn_start",
+    "text",
+    "thought",
+    "tool",
+    "permission",
+    "usage",
+    "notice",
+    "plan",
+    "commands",
+    "tool_use",
+    "turn_end",
+    "done",
+}
 
 #: A turn against these agents is quick (one to a few seconds); this only
 #: keeps a hung CLI from hanging the suite.
@@ -155,3 +168,7 @@ def test_cli_drives_fast_agent_and_resumes_with_session_load(
     assert len(sessions) == 1, f"fast-agent holds {sessions}: the second run did session/new"
     # The replayed history of the first turn is not rendered again as new text.
     assert "alpha-" not in second.text, second.describe()
+    # fast-agent advertises its slash commands as soon as the session exists
+    # (a task started with session/new, before agy-host attached the turn): kept, and shown.
+    commands = first.of_type("commands")
+    assert commands and all(c["name"] for c in commands[-1]["commands"]), first.describe()

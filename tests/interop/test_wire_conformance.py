@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from conformance.wire import Deviation, read_tee_logs, tee_argv, validate_tee_log
+from interop.cli_runs import advertised_commands, shown_commands
 from interop.provision import AgentLaunch, FastAgent, SdkAgents
 from interop.test_acp_agents import _check_turn, _run_cli
 
@@ -66,6 +67,10 @@ def test_agy_host_and_real_agent_exchange_only_valid_acp(
         assert not stale, f"{name}: deviations that no longer occur: {stale}"
         assert exchange.unanswered("client") == {} and exchange.unanswered("agent") == {}, run.describe()
         seen |= {(c.sender, c.kind, c.method) for c in exchange.checked}
+        # Commands the agent advertised on the wire reach the events (fast-agent sends them with session/new).
+        advertised = advertised_commands(runs[-1])
+        if advertised is not None:
+            assert shown_commands(run.events) == advertised, run.describe()
 
     expected = {
         ("client", "request", "initialize"),
