@@ -34,8 +34,9 @@ def run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess
     )
 
 
-def test_acp_auth_lists_the_agents_methods_and_the_settings_shapes(tmp_path: Path) -> None:
-    proc = run(tmp_path, "acp-auth", "--agent", fake("auth-required"))
+def test_acp_auth_lists_antigravitys_methods_and_the_settings_shapes(tmp_path: Path) -> None:
+    info = '{"name": "antigravity-acp", "title": "Google Antigravity", "version": "1.3.0"}'
+    proc = run(tmp_path, "acp-auth", "--agent", f"{fake('auth-required')} --set 'agent_info={info}'")
     assert proc.returncode == 0, proc.stderr
     assert "oauth-personal   Log in with Google" in proc.stdout
     assert '{"auth": {"type": "gemini-api-key"}}' in proc.stdout

@@ -117,14 +117,22 @@ async def test_without_an_install_it_points_at_acp_install(tmp_path: Path) -> No
     assert "Install it first: agy-host acp install" in res.stderr
 
 
-async def test_the_overview_names_the_next_command(tmp_path: Path) -> None:
-    agent, log = fake(tmp_path, "auth-required", f"auth_methods={AGY_METHODS}")
-    res = await run_cli(cli_env(tmp_path), "acp-auth", "--agent", agent)
+async def test_the_overview_names_the_next_command(world: World) -> None:
+    env = world.env(AGY_FAKE_ACP_SCENARIO="auth-required", AGY_FAKE_ACP_AUTH_METHODS=AGY_METHODS)
+    res = await run_cli(env, "acp-auth")
     assert res.returncode == 0, res.stderr
     assert "Sign-in state: not signed in. The agent says: No authentication method selected" in res.stdout
     assert "agy-host acp-auth --method oauth-personal    sign in with Google in a browser" in res.stdout
     assert "agy-host acp-auth --method gemini-api-key" in res.stdout
-    assert "authenticate" not in methods_sent(log)
+    assert "Sign-out: " not in res.stdout, "Antigravity's guide, not another agent's"
+
+
+async def test_antigravity_is_signed_out_with_its_logout(world: World) -> None:
+    env = world.env(AGY_FAKE_ACP_LOGOUT="ok", AGY_FAKE_ACP_AUTH_METHODS=AGY_METHODS)
+    res = await run_cli(env, "acp-auth", "--logout")
+    assert res.returncode == 0, res.stderr
+    assert "Asking Antigravity ACP server to sign out (logout)..." in res.stdout
+    assert "Signed out: session/new now asks for a sign-in" in res.stdout
 
 
 @pytest.fixture

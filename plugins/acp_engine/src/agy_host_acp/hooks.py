@@ -116,14 +116,23 @@ def agy_host_register_commands(app: typer.Typer) -> None:
         wait: float = _typer.Option(
             0.0, "--wait", metavar="SECONDS", help="Settings methods: keep re-checking for this long."
         ),
+        logout: bool = _typer.Option(
+            False,
+            "--logout",
+            help="Sign out: ACP's logout where the agent offers it (Antigravity does), checked with "
+            "session/new; otherwise say how to sign out by hand.",
+        ),
     ) -> None:
-        """Show the ACP agent's sign-in methods and the settings shapes it reads;
-        with --method, sign in and verify.
+        """Show the ACP agent's sign-in methods; with --method, sign in and
+        verify; with --logout, sign out.
 
         Without --method: starts the agent, asks `initialize` for its auth
-        methods, prints them with the exact `settings.json` shapes and whether
-        `session/new` works now. Spends no tokens; never touches credentials.
+        methods, prints them and whether `session/new` works now. For
+        Antigravity also the exact `settings.json` shapes its server reads
+        (shown even before the server is installed); for another agent only
+        what it advertises (a terminal method's command, whether it offers
+        logout). Spends no tokens; never touches credentials.
         """
         from agy_host_acp.install_cli import run_auth
 
-        raise _typer.Exit(run_auth(agent=agent, method=method, timeout=timeout, wait=wait))
+        raise _typer.Exit(run_auth(agent=agent, method=method, timeout=timeout, wait=wait, logout=logout))

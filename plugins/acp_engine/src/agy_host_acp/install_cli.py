@@ -153,23 +153,39 @@ def run_status(
 
 
 def run_auth(
-    *, agent: str | None, method: str | None, timeout: float, wait: float, env: Mapping[str, str] | None = None
+    *,
+    agent: str | None,
+    method: str | None,
+    timeout: float,
+    wait: float,
+    logout: bool = False,
+    env: Mapping[str, str] | None = None,
 ) -> int:
     import trio
 
+    from agy_host_acp import logout as signing_out
     from agy_host_acp import onboarding
 
     env = os.environ if env is None else env
     if timeout <= 0 or wait < 0:
         _err("agy-host: error: --timeout must be positive and --wait not negative")
         return USAGE
+    if logout and method is not None:
+        _err("agy-host: error: --logout signs out; it takes no --method")
+        return USAGE
     cfg = _config(env)
-    spec, problem = onboarding.resolve(cfg, env, agent)
+    spec, problem, server_missing = onboarding.resolve(cfg, env, agent)
     if spec is None:
+        if server_missing and logout:
+            return signing_out.not_installed(env, problem, _out, _err)
+        if server_missing:
+            return onboarding.not_installed(env, problem, method, _out, _err)
         _err(f"agy-host: error: {problem}")
         return ERROR
+    if logout:
+        return trio.run(functools.partial(signing_out.sign_out, spec, cfg, env, out=_out, err=_err))
     if method is None:
-        return trio.run(onboarding.overview, spec, cfg, env, _out, _err)
+        return trio.run(functools.partial(onboarding.overview, spec, cfg, env, agent=agent, out=_out, err=_err))
     return trio.run(
         functools.partial(
             onboarding.sign_in, spec, cfg, env, method=method, timeout=timeout, wait=wait, out=_out, err=_err

@@ -1,8 +1,12 @@
 """The guided sign-in behind ``agy-host acp-auth``.
 
-Without ``--method`` it starts the agent, lists its sign-in methods with the
-``settings.json`` shapes Antigravity reads, says whether ``session/new``
-works now, and names the next command. With ``--method``:
+Without ``--method`` it starts the agent, lists its sign-in methods, says
+whether ``session/new`` works now, and names the next command. For
+Antigravity it adds the ``settings.json`` shapes its server reads (shipped
+facts, :mod:`agy_host_acp.auth_facts`, shown even before the server is
+installed); for any other agent it shows only what the agent advertised in
+``initialize``: its methods, the command of a ``terminal`` method, whether it
+offers ``logout``. With ``--method``:
 
 * ``oauth-personal`` (and any method an agent other than Antigravity
   offers): send ``authenticate``, print the sign-in URL the server writes
@@ -14,6 +18,8 @@ works now, and names the next command. With ``--method``:
   environment variables and which shape it reads, then verify on a fresh
   server (``--wait`` keeps retrying while the user edits the file).
 
+``--logout`` is :mod:`agy_host_acp.logout`.
+
 agy-host never reads, writes or prints a credential. It reports only whether
 the variables the server reads are *set*, never their values.
 """
@@ -21,14 +27,14 @@ the variables the server reads are *set*, never their values.
 from __future__ import annotations
 
 import math
+import shlex
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-import msgspec
 import trio
 
 from agy_host.config import Config
+from agy_host_acp import auth_facts
 from agy_host_acp.connection import AcpConnection, AuthRequired
 from agy_host_acp.jsonrpc import RequestTimeout
 from agy_host_acp.probe import PROBE_ERRORS, AgentCheck, check_agent, fill_from, open_agent, session_probe
@@ -46,85 +52,51 @@ _RETRY_EVERY = 1.0
 _FRESH_RETRY_EVERY = 3.0
 
 
-SETTINGS_PATH = "~/.gemini/antigravity-acp/settings.json"
-
-#: The settings shapes Antigravity's ACP server reads at startup (spec §3.12).
-SETTINGS_SHAPES = {
-    "oauth-personal": '{"auth": {"type": "oauth-personal"}}',
-    "gemini-api-key": '{"auth": {"type": "gemini-api-key"}}   (and export GEMINI_API_KEY=...)',
-    "oauth-business": '{"auth": {"type": "oauth-business"}, "gcp": {"project": "...", "location": "..."}}',
-    "agent-platform": (
-        '{"auth": {"type": "agent-platform"}, "gcp": {"project": "...", "location": "..."}}   '
-        "(or GOOGLE_API_KEY, or GOOGLE_CLOUD_PROJECT + GOOGLE_CLOUD_LOCATION with ADC)"
-    ),
-}
+NEVER_CREDENTIALS = "agy-host never reads, writes or prints credentials; check the result with `agy-host doctor`."
 
 
-def auth_guide(methods: list[tuple[str, str, str]]) -> str:
-    """The text ``acp-auth`` prints: the agent's methods and the settings shapes."""
+def auth_guide(methods: list[tuple[str, str, str]], env: Mapping[str, str]) -> str:
+    """What ``acp-auth`` prints for Antigravity: its methods and the settings shapes."""
     lines = ["Sign-in methods the agent offers:"]
     if methods:
         for mid, name, desc in methods:
             lines.append(f"  {mid:<16} {name}" + (f" — {desc}" if desc else ""))
     else:
         lines.append("  (none advertised)")
-    lines += [
-        "",
-        f"Antigravity's ACP server reads {SETTINGS_PATH} at startup. Shapes it accepts:",
-    ]
-    lines += [f"  {mid:<16} {shape}" for mid, shape in SETTINGS_SHAPES.items()]
-    lines += [
-        "",
-        "For oauth-personal the server prints a sign-in URL ('Open the following link to authenticate the",
-        "ACP server: https://accounts.google.com/...'); agy-host shows it when it appears. On a remote",
-        "machine forward the redirect port first: ssh -N -L <port>:127.0.0.1:<port> <user@host>.",
-        "A machine where the `agy` CLI is signed in is usually adopted without a browser.",
-        "",
-        "agy-host never reads, writes or prints credentials; check the result with `agy-host doctor`.",
-    ]
+    lines += ["", *auth_facts.settings_guide(env), "", NEVER_CREDENTIALS]
     return "\n".join(lines)
 
 
-class MethodGuide(msgspec.Struct, kw_only=True):
-    shape: str
-    env: list[str]
-    how: list[str]
+def agent_guide(check: AgentCheck, again: str) -> str:
+    """What ``acp-auth`` prints for an agent other than Antigravity: only what
+    it advertised in ``initialize`` (its methods, the command of each
+    ``terminal`` method, whether it offers ``logout``)."""
+    lines = ["Sign-in methods the agent offers (its initialize answer):"]
+    for mid, name, desc in check.auth_methods:
+        lines.append(f"  {mid:<16} {name}" + (f" — {desc}" if desc else ""))
+        if mid in check.auth_commands:
+            lines.append(f"  {'':<16} its own sign-in: run {check.auth_commands[mid]}")
+    if not check.auth_methods:
+        lines.append("  (none advertised)")
+    if check.logout:
+        lines.append(f"Sign-out: the agent offers ACP's logout: {again} --logout")
+    else:
+        lines.append("Sign-out: the agent does not offer ACP's logout (agentCapabilities.auth.logout).")
+    return "\n".join([*lines, "", NEVER_CREDENTIALS])
 
 
-#: The methods Antigravity selects from settings.json (spec §2.3, A.4).
-SETTINGS_METHODS: dict[str, MethodGuide] = {
-    "gemini-api-key": MethodGuide(
-        shape='{"auth": {"type": "gemini-api-key"}}',
-        env=["GEMINI_API_KEY"],
-        how=[
-            "export GEMINI_API_KEY in the environment agy-host runs in (a key from Google AI Studio);",
-            "the server reads it at startup. This is the usual choice for a headless machine.",
-        ],
-    ),
-    "agent-platform": MethodGuide(
-        shape='{"auth": {"type": "agent-platform"}, "gcp": {"project": "...", "location": "..."}}',
-        env=["GOOGLE_API_KEY", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "GOOGLE_APPLICATION_CREDENTIALS"],
-        how=[
-            "either export GOOGLE_API_KEY, or give a project and location (GOOGLE_CLOUD_PROJECT and",
-            "GOOGLE_CLOUD_LOCATION, or gcp.project / gcp.location in the file) with Application Default",
-            "Credentials (`gcloud auth application-default login`, or GOOGLE_APPLICATION_CREDENTIALS).",
-            "The legacy type name vertex-ai is still accepted.",
-        ],
-    ),
-    "oauth-business": MethodGuide(
-        shape='{"auth": {"type": "oauth-business"}, "gcp": {"project": "...", "location": "..."}}',
-        env=[],
-        how=[
-            "Gemini Enterprise sign-in; it needs gcp.project and gcp.location in the file and can only be",
-            "chosen there (the server's `authenticate` does not accept it).",
-        ],
-    ),
-}
+def is_antigravity(spec: AgentSpec, check: AgentCheck) -> bool:
+    """Antigravity's server, resolved as such or recognised by its ``agentInfo.name``."""
+    return spec.is_agy or check.agent_name == auth_facts.ANTIGRAVITY_AGENT_NAME
+
+
+def again_command(agent: str | None) -> str:
+    """``agy-host acp-auth`` for the same agent, to name the next command."""
+    return "agy-host acp-auth" + (f" --agent {shlex.quote(agent)}" if agent else "")
 
 
 def settings_path(env: Mapping[str, str]) -> str:
-    base = env.get("GEMINI_HOME")
-    return str(Path(base) / "antigravity-acp/settings.json") if base else "~/.gemini/antigravity-acp/settings.json"
+    return auth_facts.settings_path(env)
 
 
 def redirect_port(url: str) -> str | None:
@@ -156,23 +128,43 @@ def sign_in_lines(url: str) -> list[str]:
     return lines
 
 
-def resolve(config: Config, env: Mapping[str, str], agent: str | None) -> tuple[AgentSpec | None, str]:
-    """The agent to sign in, or why there is none. Without ``--agent`` a
-    missing Antigravity server is an error: signing in the sandbox agent
-    would prove nothing."""
+def resolve(config: Config, env: Mapping[str, str], agent: str | None) -> tuple[AgentSpec | None, str, bool]:
+    """The agent to sign in, or why there is none, and whether the reason is
+    only that Antigravity's server is not installed (then the shipped facts
+    can still be shown). Without ``--agent`` a missing server is an error:
+    signing in the sandbox agent would prove nothing."""
     try:
         spec = resolve_agent(config, env, agent)
     except AgentNotFound as exc:
-        return None, str(exc)
+        return None, str(exc), False
     if spec.kind == "sandbox" and agent is None:
         tried = "; ".join(f"{p.source}: {p.path} ({p.result})" for p in spec.tried)
-        return None, (
-            f"Antigravity's ACP server is not installed (tried: {tried}). Install it first: agy-host acp install"
-        )
-    return spec, ""
+        problem = f"Antigravity's ACP server is not installed (tried: {tried}). Install it first: agy-host acp install"
+        return None, problem, True
+    return spec, "", False
 
 
-def _who(spec: AgentSpec) -> str:
+def not_installed(env: Mapping[str, str], problem: str, method: str | None, out: Echo, err: Echo) -> int:
+    """``acp-auth`` before the server is installed: what is known of it, and
+    that the rest needs the server."""
+    out("Antigravity's ACP server is not installed, so it was not asked. What is known of it:")
+    out("Sign-in methods it offers:")
+    for line in auth_facts.methods_guide():
+        out(line)
+    out("")
+    for line in auth_facts.settings_guide(env):
+        out(line)
+    fact = auth_facts.facts().settings_methods.get(method or "")
+    if fact is not None:
+        out("")
+        for line in method_lines(fact, env, "the server"):
+            out(line)
+    err(f"agy-host: error: {problem}")
+    err("agy-host: its sign-in state, the browser sign-in and every check need the server itself.")
+    return ERROR
+
+
+def who(spec: AgentSpec) -> str:
     """How messages name the agent: a command line is too long (and may
     carry arguments nobody wants echoed); a profile or Antigravity has a name."""
     return spec.label if spec.kind in ("agy", "profile") else "the agent"
@@ -186,28 +178,45 @@ def _state_line(check: AgentCheck) -> str:
     return f"Sign-in state: unknown ({check.error})."
 
 
-async def overview(spec: AgentSpec, config: Config, env: Mapping[str, str], out: Echo, err: Echo) -> int:
-    """Methods, shapes, current state and the next command; no sign-in."""
+async def overview(
+    spec: AgentSpec, config: Config, env: Mapping[str, str], *, agent: str | None, out: Echo, err: Echo
+) -> int:
+    """Methods (and for Antigravity the shapes), current state and the next command; no sign-in."""
     check = await check_agent(spec, config, env)
     if check.error and not check.started:
         err(f"agy-host: could not ask the agent: {check.error}")
-        out(auth_guide([]))
+        if spec.is_agy:
+            out(auth_guide([], env))
         return ERROR
-    out(auth_guide(check.auth_methods))
+    antigravity = is_antigravity(spec, check)
+    again = again_command(agent)
+    out(auth_guide(check.auth_methods, env) if antigravity else agent_guide(check, again))
     out("")
     out(_state_line(check))
     if check.auth == "sign-in-required":
-        ids = [m[0] for m in check.auth_methods]
         out("Next:")
-        if "oauth-personal" in ids:
-            out("  agy-host acp-auth --method oauth-personal    sign in with Google in a browser")
-        for mid in ids:
-            if mid in SETTINGS_METHODS and SETTINGS_METHODS[mid].env:
-                out(f"  agy-host acp-auth --method {mid:<16} what to set, then a check")
-        for mid in ids:
-            if mid != "oauth-personal" and mid not in SETTINGS_METHODS:
-                out(f"  agy-host acp-auth --method {mid}")
+        for line in _next_lines(check, antigravity, again):
+            out(line)
     return OK
+
+
+def _next_lines(check: AgentCheck, antigravity: bool, again: str) -> list[str]:
+    ids = [m[0] for m in check.auth_methods]
+    settings = auth_facts.facts().settings_methods if antigravity else {}
+    lines = []
+    if antigravity and "oauth-personal" in ids:
+        lines.append(f"  {again} --method oauth-personal    sign in with Google in a browser")
+    for mid in ids:
+        if mid in settings and settings[mid].env:
+            lines.append(f"  {again} --method {mid:<16} what to set, then a check")
+    for mid in ids:
+        if mid in settings or (antigravity and mid == "oauth-personal"):
+            continue
+        if mid in check.auth_commands:
+            lines.append(f"  {check.auth_commands[mid]}    (the agent's own sign-in; then {again} checks it)")
+        else:
+            lines.append(f"  {again} --method {mid}")
+    return lines
 
 
 def _offered(check: AgentCheck, method: str, err: Echo) -> bool:
@@ -235,7 +244,7 @@ async def sign_in(
     """``--method``: for Antigravity's settings-selected methods, the guide and
     a fresh-start check; for everything else (``oauth-personal``, other agents'
     methods), ``authenticate``."""
-    if spec.is_agy and method in SETTINGS_METHODS:
+    if spec.is_agy and method in auth_facts.facts().settings_methods:
         return await _settings_method(spec, config, env, method=method, wait=wait, out=out, err=err)
     return await _authenticate(spec, config, env, method=method, timeout=timeout, out=out, err=err)
 
@@ -262,11 +271,18 @@ async def _authenticate(
             fill_from(check, conn)
             await session_probe(check, conn, env)
             if check.auth == "signed-in":
-                out(f"Already signed in: session/new works on {_who(spec)}. Nothing to do.")
+                out(f"Already signed in: session/new works on {who(spec)}. Nothing to do.")
                 return OK
             if not _offered(check, method, err):
                 return USAGE
-            out(f"Asking {_who(spec)} to sign in with {method} (authenticate)...")
+            if method in check.auth_commands:
+                # ACP: a terminal method is never passed to authenticate.
+                err(
+                    f"agy-host: error: {method!r} is the agent's own sign-in in a terminal: run "
+                    f"{check.auth_commands[method]} yourself, then `agy-host acp-auth` checks it"
+                )
+                return USAGE
+            out(f"Asking {who(spec)} to sign in with {method} (authenticate)...")
             try:
                 await conn.authenticate(method, timeout=timeout if math.isfinite(timeout) else None)
             except AuthRequired as exc:
@@ -297,11 +313,12 @@ async def _verify_same(check: AgentCheck, conn: AcpConnection, env: Mapping[str,
         await session_probe(check, conn, env)
         if check.auth == "signed-in":
             out("Signed in: session/new works now.")
-            out(
-                "Turns start their own server; if one still asks for a sign-in, select the method at startup with "
-                '{"auth": {"type": "oauth-personal"}} in ' + settings_path(env) + ". `agy-host acp status` checks a "
-                "fresh start."
-            )
+            if is_antigravity(conn.spec, check):
+                out(
+                    "Turns start their own server; if one still asks for a sign-in, select the method at startup "
+                    'with {"auth": {"type": "oauth-personal"}} in ' + settings_path(env) + ". `agy-host acp status` "
+                    "checks a fresh start."
+                )
             return OK
         if trio.current_time() >= deadline:
             err(f"agy-host: error: authenticate answered, but session/new still needs a sign-in: {check.auth_detail}")
@@ -309,25 +326,29 @@ async def _verify_same(check: AgentCheck, conn: AcpConnection, env: Mapping[str,
         await trio.sleep(_RETRY_EVERY)
 
 
+def method_lines(fact: auth_facts.MethodFact, env: Mapping[str, str], who: str) -> list[str]:
+    """How one settings-selected method is set up, and whether each variable
+    it reads is set (never its value)."""
+    lines = [f"{fact.id}: {who} selects this method from {settings_path(env)}, read when the server starts:"]
+    lines.append(f"  {fact.shape}")
+    lines += [f"  {line}" for line in fact.how]
+    if fact.env:
+        lines.append("Environment (whether each is set here; values are never read or shown):")
+        lines += [f"  {name:<32} {'set' if env.get(name) else 'not set'}" for name in fact.env]
+    return lines
+
+
 async def _settings_method(
     spec: AgentSpec, config: Config, env: Mapping[str, str], *, method: str, wait: float, out: Echo, err: Echo
 ) -> int:
-    guide = SETTINGS_METHODS[method]
     check = await check_agent(spec, config, env, session=False)
     if check.error:
         err(f"agy-host: could not ask the agent: {check.error}")
         return ERROR
     if not _offered(check, method, err):
         return USAGE
-    path = settings_path(env)
-    out(f"{method}: {_who(spec)} selects this method from {path}, read when the server starts:")
-    out(f"  {guide.shape}")
-    for line in guide.how:
-        out(f"  {line}")
-    if guide.env:
-        out("Environment (whether each is set here; values are never read or shown):")
-        for name in guide.env:
-            out(f"  {name:<32} {'set' if env.get(name) else 'not set'}")
+    for line in method_lines(auth_facts.facts().settings_methods[method], env, who(spec)):
+        out(line)
     out("agy-host does not write that file; edit it yourself, then this command checks a fresh server start.")
     deadline = trio.current_time() + max(wait, 0.0)
     attempt = 0
@@ -350,7 +371,13 @@ async def _settings_method(
 
 __all__ = [
     "AUTH_TIMEOUT",
-    "SETTINGS_METHODS",
+    "agent_guide",
+    "again_command",
+    "who",
+    "auth_guide",
+    "is_antigravity",
+    "method_lines",
+    "not_installed",
     "overview",
     "redirect_port",
     "resolve",

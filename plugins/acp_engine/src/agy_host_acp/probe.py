@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 
@@ -101,6 +102,12 @@ class AgentCheck(msgspec.Struct, kw_only=True):
     agent_title: str = ""
     agent_version: str = ""
     auth_methods: list[tuple[str, str, str]] = msgspec.field(default_factory=list)
+    #: ``terminal`` methods: id -> the command the user runs to sign in (ACP's
+    #: terminal auth: the agent's own command with the method's args; the
+    #: names of its extra variables, never their values).
+    auth_commands: dict[str, str] = msgspec.field(default_factory=dict)
+    #: The agent offers ``logout`` (``agentCapabilities.auth.logout``).
+    logout: bool = False
     #: ``signed-in``, ``sign-in-required``, or ``unknown`` (the probe failed first).
     auth: str = "unknown"
     auth_detail: str = ""
@@ -118,6 +125,24 @@ def fill_from(check: AgentCheck, conn: AcpConnection) -> None:
             check.agent_title = agent.title or ""
             check.agent_version = agent.version or ""
         check.auth_methods = [(m.id, m.name, m.description or "") for m in info.auth_methods]
+        check.auth_commands = {
+            m.id: terminal_command(
+                conn.spec.command,
+                [str(a) for a in m.args] if isinstance(m.args, list) else [],
+                [str(k) for k in m.env] if isinstance(m.env, dict) else [],
+            )
+            for m in info.auth_methods
+            if m.type == "terminal"
+        }
+        auth = info.agent_capabilities.auth
+        check.logout = isinstance(auth, dict) and isinstance(auth.get("logout"), dict)
+
+
+def terminal_command(command: list[str], args: list[str], env_names: list[str]) -> str:
+    """What a ``terminal`` auth method asks the user to run: the agent's own
+    command plus ``args``, with its extra variables named (values elided)."""
+    names = " ".join(f"{name}=…" for name in sorted(env_names))
+    return (names + " " if names else "") + shlex.join([*command, *args])
 
 
 async def session_probe(check: AgentCheck, conn: AcpConnection, env: Mapping[str, str]) -> None:
@@ -151,4 +176,13 @@ async def check_agent(spec: AgentSpec, config: Config, env: Mapping[str, str], *
     return check
 
 
-__all__ = ["PROBE_ERRORS", "AgentCheck", "check_agent", "fill_from", "open_agent", "probe_cwd", "session_probe"]
+__all__ = [
+    "PROBE_ERRORS",
+    "AgentCheck",
+    "check_agent",
+    "fill_from",
+    "open_agent",
+    "probe_cwd",
+    "session_probe",
+    "terminal_command",
+]

@@ -46,12 +46,20 @@ class AgentCapabilities(_Wire, kw_only=True):
     prompt_capabilities: PromptCapabilities = msgspec.field(default_factory=PromptCapabilities)
     mcp_capabilities: McpCapabilities = msgspec.field(default_factory=McpCapabilities)
     session_capabilities: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: ``{"logout": {}}`` when the agent offers ``logout``; loose (``null`` is allowed).
+    auth: Any = None
 
 
 class AuthMethod(_Wire, kw_only=True):
     id: str
     name: str = ""
     description: str | None = None
+    #: ``terminal``: the user runs the agent's own command with ``args`` and
+    #: ``env`` to sign in (never sent to ``authenticate``); absent: ``agent``.
+    #: Loose: a wrong shape here must not fail the whole handshake.
+    type: Any = "agent"
+    args: Any = None
+    env: Any = None
 
 
 class Implementation(_Wire, kw_only=True):

@@ -48,6 +48,9 @@ Scenario format (JSON object, or the same as TOML)::
     authenticate       ok | fails | hang;  auth_url: print agy's sign-in line
                        ("Open the following link to authenticate the ACP
                        server: <url>") on stdout first
+    logout             none (not offered: -32601) | ok (advertised in
+                       agentCapabilities.auth.logout; answers {} and signs
+                       out) | fails (advertised; answers -32603)
     load               ok | fails (-32000 unknown session) | replay (sends
                        load_history as user/agent chunks before the answer)
     cancel             graceful: session/cancel (notification or request)
@@ -285,6 +288,8 @@ class FakeAcpAgent(SessionMethods):
             "mcpCapabilities": {"http": True, "sse": True},
             "sessionCapabilities": {},
         }
+        if sc.logout != "none":
+            capabilities["auth"] = {"logout": {}}
         capabilities.update(sc.agent_capabilities)
         result = {
             "protocolVersion": sc.protocol_version,
@@ -310,6 +315,17 @@ class FakeAcpAgent(SessionMethods):
             return
         self.authenticated = True
         self.out.send(_wire.result_response(msg_id, {}))
+
+    def _logout(self, msg_id: Any, params: dict[str, Any]) -> None:
+        mode = self.scenario.logout
+        self.log.event("logout", mode=mode)
+        if mode == "none":
+            self.out.send(_wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": "logout"}))
+        elif mode == "fails":
+            self.out.send(_wire.error_response(msg_id, -32603, "Internal error", {"message": "fake: logout failed"}))
+        else:
+            self.authenticated = False
+            self.out.send(_wire.result_response(msg_id, {}))
 
     def _session(self, msg_id: Any, params: dict[str, Any]) -> _Session | None:
         sid = params.get("sessionId")
@@ -412,6 +428,7 @@ class FakeAcpAgent(SessionMethods):
 _HANDLERS: dict[str, Any] = {
     "initialize": FakeAcpAgent._initialize,
     "authenticate": FakeAcpAgent._authenticate,
+    "logout": FakeAcpAgent._logout,
     "session/new": FakeAcpAgent._session_new,
     "session/load": FakeAcpAgent._session_load,
     "session/resume": FakeAcpAgent._session_resume,

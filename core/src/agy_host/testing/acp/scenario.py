@@ -367,6 +367,11 @@ class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     authenticate: Literal["ok", "fails", "hang"] = "ok"
     #: When set, ``authenticate`` first prints agy's sign-in line with this URL on stdout.
     auth_url: str = ""
+    #: ``logout``: ``none`` not offered (the request gets -32601); ``ok`` and
+    #: ``fails`` advertise ``agentCapabilities.auth.logout``; ``ok`` answers
+    #: ``{}`` and signs out (session/new then needs ``authenticate``),
+    #: ``fails`` answers -32603.
+    logout: Literal["none", "ok", "fails"] = "none"
     load: Literal["ok", "fails", "replay"] = "ok"
     #: History replayed by ``load: replay``: ``{"user": text}`` / ``{"agent": text}`` / ``{"thought": text}``.
     load_history: list[dict[str, str]] = msgspec.field(
