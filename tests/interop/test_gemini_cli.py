@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from conformance.wire import read_tee_log, validate_tee_log
-from interop.cli_runs import RUN_TIMEOUT, Run, argv_for, finish, no_leftovers
+from interop.cli_runs import RUN_TIMEOUT, Run, advertised_commands, argv_for, finish, no_leftovers, shown_commands
 from interop.provision_gemini import GeminiCli
 from interop.rawacp import start_cli
 
@@ -131,6 +131,18 @@ def test_the_gemini_cli_usage_is_the_turns_own(rig: Rig) -> None:
     assert "cost_amount" not in usage and "context_size" not in usage, ctx
     [reply] = [w.frame for w in run.wire.lines if w.sender == "agent" and w.frame and "stopReason" in str(w.frame)]
     assert reply is not None and "quota" in str(reply.get("result", {}).get("_meta", {})), ctx
+    rig.close(ctx)
+
+
+def test_the_gemini_cli_commands_arrive_as_a_commands_event(rig: Rig) -> None:
+    """The Gemini CLI advertises its slash commands (``/memory``, ``/init``,
+    ...) once the session exists; the run shows the same names it sent."""
+    rig.serve([{"text": "ok"}])
+    run = rig.run("hi")
+    ctx = run.context
+    advertised = advertised_commands(run.wire)
+    assert advertised, f"the Gemini CLI sent no available_commands_update\n{ctx}"
+    assert shown_commands(run.events) == advertised, ctx
     rig.close(ctx)
 
 
