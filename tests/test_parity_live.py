@@ -116,7 +116,7 @@ def test_the_live_path_runs_real_turns_and_counts_them_first(tmp_path: Path) -> 
     proc = live(
         tmp_path,
         "-k",
-        "test_01 or test_15",
+        "test_01 or test_03 or test_15",
         AGY_HOST_LIVE="1",
         AGY_ACP_BIN=str(executable(tmp_path / "bin" / "agy_acp_server.par", server)),
         AGY_BIN=str(agy.bin),
@@ -124,15 +124,15 @@ def test_the_live_path_runs_real_turns_and_counts_them_first(tmp_path: Path) -> 
     )
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr
-    announced = "live check: 6 tests will spend 6 agent turns on real models (and 1 spent checking agy's sign-in)"
+    announced = "live check: 9 tests will spend 12 agent turns on real models (and 1 spent checking agy's sign-in)"
     assert announced in out
     assert out.index(announced) < out.index("passed"), "the count comes before anything runs"
     assert f"on acp: Antigravity's ACP server {tmp_path / 'bin' / 'agy_acp_server.par'} (AGY_ACP_BIN)" in out
     assert f"on stream-json: agy {agy.bin} (AGY_BIN)" in out
     assert "on agent: AGY_HOST_LIVE_AGENT=" in out
-    assert "6 passed" in out
-    # two turns on each target, as announced; agy's sign-in check is the one more
-    assert (prompts(server_log), prompts(agent_log), len(agy.received())) == (2, 2, 3)
+    assert "9 passed" in out
+    # four turns on each target, as announced (two of them at once, in-process); agy's sign-in check is one more
+    assert (prompts(server_log), prompts(agent_log), len(agy.received())) == (4, 4, 5)
 
 
 def test_the_first_quota_error_stops_the_live_check(tmp_path: Path) -> None:

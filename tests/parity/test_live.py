@@ -19,14 +19,10 @@ only (a real agent cannot be made to fall silent), item 14 whichever of
 from __future__ import annotations
 
 import json
-import os
-import pty
-import threading
 import time
 from typing import Any
 
 import pytest
-import trio
 from parity import test_parity as fake
 from parity.live import PONG, LiveAgent, LiveHome, QuotaStop, Target, quota_message
 from parity.rigs import OTHER_ENGINE, Run
@@ -35,12 +31,14 @@ from parity.test_parity import (
     EXIT_TIMEOUT,
     _pairs,
     _slug,
-    answer_when_asked,
     engine_for,
     failed,
     minutes,
     ok,
+    run_with_a_human,
     turn_request,
+    two_runs_in_a_row,
+    two_turns_at_once,
 )
 
 LONG = "Write a 3000-word story about a lighthouse keeper, in plain prose."
@@ -101,12 +99,11 @@ def test_01_text_streams_as_deltas(live_home: LiveHome, agent: LiveAgent) -> Non
 
 @pytest.mark.live_turns(2)
 def test_02_the_next_turn_continues_the_same_agent_conversation(live_home: LiveHome, agent: LiveAgent) -> None:
-    first = ok(live_home.run("s2", "Remember the code word HERON-5518. Reply with just: OK", agent=agent))
-    second_run = live_home.run("s2", "What was the code word? Reply with just the code word.", agent=agent)
-    second = ok(second_run)
-    assert first["conversation_id"] and second["conversation_id"] == first["conversation_id"], second_run
-    [start] = second_run.of("turn_start")
-    assert start.get("conversation_id") == first["conversation_id"], second_run
+    remember, ask = (
+        "Remember the code word HERON-5518. Reply with just: OK",
+        "What was the code word? Reply with just it.",
+    )
+    _first, second = two_runs_in_a_row(live_home, agent, "s2", remember, ask)
     assert "HERON-5518" in second["response"], "a second host process resumed the conversation, memory and all"
 
 
@@ -115,25 +112,13 @@ def test_02_the_next_turn_continues_the_same_agent_conversation(live_home: LiveH
 
 @pytest.mark.live_turns(2)
 async def test_03_two_concurrent_turns_on_one_session_never_interleave(live_home: LiveHome, agent: LiveAgent) -> None:
-    from agy_host.testing.contract import collect, open_driver, outcome_of
-
-    order: list[str] = []
-    async with open_driver(engine_for(live_home, agent)) as driver:
-
-        async def one(tag: str) -> None:
-            handle = await driver.run(turn_request(live_home, f"Reply with exactly the word {tag.upper()}-TURN."))
-            acts = await collect(handle, seconds=300)
-            stop_on_quota(outcome_of(acts))
-            order.extend(f"{tag}:{type(act).__name__}" for act in acts)
-            assert outcome_of(acts).status == "ok", acts
-
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(one, "a")
-            await trio.sleep(0.05)
-            nursery.start_soon(one, "b")
-    texts_b = [i for i, o in enumerate(order) if o == "b:TextActivity"]
-    assert texts_b, order
-    assert order.index("a:OutcomeActivity") < texts_b[0], f"the second turn streamed before the first ended: {order}"
+    await two_turns_at_once(
+        live_home,
+        agent,
+        lambda tag: f"Reply with exactly the word {tag.upper()}-TURN.",
+        seconds=300,
+        check=stop_on_quota,
+    )
 
 
 # -- 4 ---------------------------------------------------------------------------
@@ -404,15 +389,7 @@ def test_18_a_slow_human_answer_to_a_parked_tool_call_cannot_kill_the_turn(
     deadline = 90.0  # room for a cold agent and the model; the human answers after all of it
     live_home.configure(turn={"timeout_minutes": minutes(deadline), "inactivity_minutes": minutes(INACTIVE)})
     prompt = "Use the ask_user tool to ask me exactly this question: Red or blue? Then reply with my answer only."
-    master, slave = pty.openpty()
-    human = threading.Thread(target=answer_when_asked, args=(master, b"Red or blue?", deadline, b"blue\n"))
-    try:
-        human.start()
-        run = live_home.run("s18", prompt, agent=agent, env={"AGY_HOST_TTY": os.ttyname(slave)})
-    finally:
-        os.close(slave)
-        os.close(master)
-        human.join(timeout=30)
+    run = run_with_a_human(live_home, "s18", prompt, agent, question=b"Red or blue?", after=deadline, answer=b"blue\n")
     end = ok(run)
     assert "blue" in end["response"].lower(), run
     assert end["duration_s"] > deadline, f"the turn outlived its deadline only because it was parked: {run!r}"

@@ -19,6 +19,7 @@ import os
 import pty
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -74,30 +75,54 @@ def test_01_text_streams_as_deltas_and_a_cumulative_resend_is_sliced(rig: Rig, h
 
 def test_02_the_next_turn_continues_the_same_agent_conversation(rig: Rig, home: Home) -> None:
     agent = rig.agent(Script([[{"echo": True}]]))
-    first = ok(home.run("s2", "one", agent=agent))
-    second_run = home.run("s2", "two", agent=agent)
+    first, _second = two_runs_in_a_row(home, agent, "s2", "one", "two")
+    assert agent.resumed() == [first["conversation_id"]], "the second host process resumed the conversation"
+    assert [p.rstrip().endswith(w) for p, w in zip(agent.prompts(), ("one", "two"), strict=True)] == [True, True]
+
+
+def two_runs_in_a_row(
+    home: Home, agent: Any, session: str, first_prompt: str, second_prompt: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Item 2: two ``agy-host run`` on one session, so two host processes; the
+    second continues the first's conversation and its ``turn_start`` says so.
+    Both ``turn_end`` events."""
+    first = ok(home.run(session, first_prompt, agent=agent))
+    second_run = home.run(session, second_prompt, agent=agent)
     second = ok(second_run)
     assert first["conversation_id"] and second["conversation_id"] == first["conversation_id"], second_run
     [start] = second_run.of("turn_start")
     assert start.get("conversation_id") == first["conversation_id"], second_run
-    assert agent.resumed() == [first["conversation_id"]], "the second host process resumed the conversation"
-    assert [p.rstrip().endswith(w) for p, w in zip(agent.prompts(), ("one", "two"), strict=True)] == [True, True]
+    return first, second
 
 
 # -- 3 ---------------------------------------------------------------------------
 
 
 async def test_03_two_concurrent_turns_on_one_session_never_interleave(rig: Rig, home: Home) -> None:
+    agent = rig.agent(Script([[{"say": "A1 "}, {"sleep": 0.4}, {"say": "A2"}]]))
+    await two_turns_at_once(home, agent)
+    assert len(agent.prompts()) == 2
+
+
+async def two_turns_at_once(
+    home: Home,
+    agent: Any,
+    prompt: Callable[[str], str] = str,
+    *,
+    seconds: float = 60.0,
+    check: Callable[[Any], None] = lambda _outcome: None,
+) -> None:
+    """Item 3 on ``agent``: turns ``a`` and ``b`` (``prompt(tag)``) through one
+    driver on one session, ``b`` sent while ``a`` runs; both end ``ok``
+    (``check`` sees each outcome first) and ``b`` streams only after ``a`` ended."""
     from agy_host.testing.contract import collect, open_driver, outcome_of
 
-    agent = rig.agent(Script([[{"say": "A1 "}, {"sleep": 0.4}, {"say": "A2"}]]))
-    engine = engine_for(home, agent)
     order: list[str] = []
-    async with open_driver(engine) as driver:
+    async with open_driver(engine_for(home, agent)) as driver:
 
         async def one(tag: str) -> None:
-            handle = await driver.run(turn_request(home, tag))
-            acts = await collect(handle, seconds=60)
+            acts = await collect(await driver.run(turn_request(home, prompt(tag))), seconds=seconds)
+            check(outcome_of(acts))
             order.extend(f"{tag}:{type(act).__name__}" for act in acts)
             assert outcome_of(acts).status == "ok", acts
 
@@ -109,7 +134,6 @@ async def test_03_two_concurrent_turns_on_one_session_never_interleave(rig: Rig,
     assert texts_b, order
     assert order.index("a:OutcomeActivity") < texts_b[0], f"the second turn streamed before the first ended: {order}"
     assert order.count("a:OutcomeActivity") == order.count("b:OutcomeActivity") == 1, order
-    assert len(agent.prompts()) == 2
 
 
 def engine_for(home: Home, agent: Any) -> Any:
@@ -479,20 +503,28 @@ def test_18_a_slow_human_answer_to_a_parked_tool_call_cannot_kill_the_turn(rig: 
     )
     ask = {"mcp_call": {"tool": "ask_user", "arguments": {"question": "Red or blue?"}, "poll_interval": 0.2}}
     agent = rig.agent(Script([[{"say": "asking. "}, ask]]))
-    master, slave = pty.openpty()
     # The human answers once both timers would have fired had the park counted:
     # the wait is timed from the question on the terminal, not from the start.
-    human = threading.Thread(target=answer_when_asked, args=(master, b"Red or blue?", deadline, b"blue\n"))
+    run = run_with_a_human(home, "s18", "go", agent, question=b"Red or blue?", after=deadline, answer=b"blue\n")
+    end = ok(run)
+    assert "tool result: The user answered: blue" in run.text, run
+    assert end["duration_s"] > deadline, f"the turn outlived its deadline only because it was parked: {run!r}"
+
+
+def run_with_a_human(
+    home: Home, session: str, prompt: str, agent: Any, *, question: bytes, after: float, answer: bytes
+) -> Run:
+    """One turn with a person at its terminal (a pseudo-terminal) who answers
+    ``answer`` ``after`` seconds once ``question`` shows."""
+    master, slave = pty.openpty()
+    human = threading.Thread(target=answer_when_asked, args=(master, question, after, answer))
     try:
         human.start()
-        run = home.run("s18", "go", agent=agent, env={"AGY_HOST_TTY": os.ttyname(slave)})
+        return home.run(session, prompt, agent=agent, env={"AGY_HOST_TTY": os.ttyname(slave)})
     finally:
         os.close(slave)
         os.close(master)  # ends the human's read if the question never came
         human.join(timeout=30)
-    end = ok(run)
-    assert "tool result: The user answered: blue" in run.text, run
-    assert end["duration_s"] > deadline, f"the turn outlived its deadline only because it was parked: {run!r}"
 
 
 def answer_when_asked(master: int, question: bytes, after: float, answer: bytes) -> None:
