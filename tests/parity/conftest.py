@@ -60,6 +60,8 @@ CHECKLIST = {
     17: "One-shot `ask` returns text, duration, abort and timeout states, and a resumable session id.",
     18: "A slow human answer to a parked tool call cannot kill the turn.",
     19: "The permission policy always answers the agent; it never hangs.",
+    20: "Resume or fail: `--resume` of a conversation the agent lost exits 4 with its reason; "
+    "without it the turn starts a new conversation and says which it lost.",
 }
 _ITEM = re.compile(r"test_(\d\d)_")
 

@@ -304,6 +304,17 @@ class Home:
         )
         return Run(full, proc.returncode, proc.stdout, proc.stderr, time.monotonic() - started)
 
+    def rebind(self, session: str, conversation_id: str) -> None:
+        """Point ``session``'s binding (whatever the engine's key) at another
+        agent conversation, as if the agent had lost the one it had."""
+        [store] = list(self.home.rglob("sessions.json"))
+        data = json.loads(store.read_text())
+        keys = [k for k in data["bindings"] if k == session or k.startswith(f"{session}@")]
+        assert keys, f"no binding for {session!r} in {store}: {sorted(data['bindings'])}"
+        for key in keys:
+            data["bindings"][key]["conversation_id"] = conversation_id
+        store.write_text(json.dumps(data))
+
     def run(self, session: str, prompt: str, *args: str, agent: Agent | None = None, **kw: Any) -> Run:
         """One turn: ``agy-host run --format json --session SESSION ARGS PROMPT``."""
         return self.cli("run", "--format", "json", "--session", session, *args, prompt, agent=agent, **kw)

@@ -574,3 +574,29 @@ def test_19_the_permission_policy_always_answers_and_never_hangs(
     shown = [e for e in run.of("permission") if e.get("policy")] + [e for e in run.of("tool") if e.get("status")]
     assert shown, f"the decision is shown to the user (a permission or tool card): {run!r}"
     assert run.text.endswith(" end"), f"the agent went on after the answer: {run!r}"
+
+
+# -- 20 --------------------------------------------------------------------------
+
+
+def test_20_a_conversation_the_agent_lost_fails_under_resume_and_is_replaced_without(rig: Rig, home: Home) -> None:
+    """Resume or fail, the same on every engine: ``--resume`` of a conversation
+    the agent no longer has exits 4 (``no_session``, the agent's reason);
+    without it the turn runs on a new conversation and says which it lost."""
+    from agy_host.testing.acp.scenario import FORGOTTEN_CONVERSATION as LOST
+
+    agent = rig.agent(Script([[{"echo": True}]]))
+    ok(home.run("s20", "one", agent=agent))
+    home.rebind("s20", LOST)
+    refused = home.run("s20", "two", "--resume", agent=agent)
+    assert refused.returncode == 4 and refused.done.get("exit_code") == 4, refused
+    assert refused.end.get("error_kind") == "no_session" and LOST in refused.end.get("error", ""), refused
+    assert not refused.text, f"nothing ran on another conversation: {refused!r}"
+    fresh = home.run("s20", "three", agent=agent)
+    end = ok(fresh)
+    assert end.get("replaced_conversation_id") == LOST and end.get("conversation_id") not in (None, LOST), fresh
+    replaced = [n for n in fresh.of("notice") if n.get("code") == "conversation-replaced"]
+    assert len(replaced) == 1 and LOST in replaced[0]["message"], fresh
+    assert fresh.text.endswith("three"), fresh
+    again = ok(home.run("s20", "four", "--resume", agent=agent))
+    assert again["conversation_id"] == end["conversation_id"], "the new conversation is the session's now"

@@ -549,3 +549,22 @@ async def test_resume_of_a_conversation_agy_did_not_continue_fails_before_its_an
     assert (out.status, out.error_kind, out.conversation_id) == ("error", "no_session", GONE), out
     assert f"agy did not continue conversation {GONE}" in out.error
     assert text_of(acts) == ""
+
+
+async def test_a_conversation_agy_refuses_runs_the_turn_on_a_new_one(tmp_path: Path, fake_agy: Fake) -> None:
+    """agy exits before opening a conversation it does not have: the turn
+    runs again, once, on a new conversation (the engines agree)."""
+    fake = fake_agy("happy")
+    acts = await one_turn(make_engine(tmp_path, fake.env), req(conversation_id=GONE))
+    out = outcome_of(acts)
+    assert out.status == "ok" and out.conversation_id not in (None, GONE) and text_of(acts) == "HELLO", out
+    [notice] = [a for a in acts if isinstance(a, NoticeActivity) and a.code == "conversation-replaced"]
+    assert f"agy could not continue conversation {GONE}" in notice.message
+    assert [flag(a, "--conversation") for a in fake.argvs()] == [GONE, None]
+
+
+async def test_resume_of_a_conversation_agy_refuses_fails_with_agys_words(tmp_path: Path, fake_agy: Fake) -> None:
+    fake = fake_agy("happy")
+    out = outcome_of(await one_turn(make_engine(tmp_path, fake.env), req(conversation_id=GONE, resume=True)))
+    assert (out.error_kind, out.conversation_id) == ("no_session", GONE), out
+    assert f"conversation {GONE} not found" in out.error and len(fake.argvs()) == 1

@@ -41,6 +41,7 @@ ErrorKind = Literal[
     "usage",  # the request itself was wrong (bad model, unsupported content)
     "internal",  # a bug in agy-host or a plugin
     "budget",  # the turn crossed --max-tokens or --max-cost and was stopped
+    "no_session",  # --resume: the bound conversation could not be continued (exit 4)
 ]
 
 
@@ -243,7 +244,8 @@ class PlanActivity(_Event, tag="plan", kw_only=True):
 
 
 class CommandsActivity(_Event, tag="commands", kw_only=True):
-    """The agent's slash commands (ACP ``available_commands_update``)."""
+    """The agent's slash commands as it now offers them (ACP
+    ``available_commands_update``): the whole list, replacing the one before."""
 
     commands: list[AgentCommand]
 
@@ -396,6 +398,10 @@ class TurnEnded(_Event, tag="turn_end", kw_only=True):
     #: ``None`` when the agent reported no usage this turn.
     usage: UsageCounts | None = None
     cumulative_usage: UsageCounts | None = None
+    #: The conversation the session was bound to, when the agent could not
+    #: continue it and this turn started a new one (``conversation_id``);
+    #: a notice with code ``conversation-replaced`` says why.
+    replaced_conversation_id: str | None = None
 
 
 HostEvent = (

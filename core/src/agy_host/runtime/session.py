@@ -72,6 +72,8 @@ class TurnSettings(msgspec.Struct, kw_only=True):
     #: Per-turn budgets (``--max-tokens``, ``--max-cost``); ``None``: the config's.
     max_tokens: int | None = None
     max_cost: float | None = None
+    #: ``--resume``: the session's conversation must be continued, or the turn fails (exit 4).
+    resume: bool = False
 
 
 def describe_error(exc: BaseException) -> str:
@@ -356,6 +358,7 @@ class SessionRuntime:
                 additional_directories=s.additional_directories,
                 max_tokens=s.max_tokens,
                 max_cost=s.max_cost,
+                resume=s.resume,
             )
             while result.stop_reason == "tool_use":
                 result = await layer.resolve_tool_use(tools, sinks)

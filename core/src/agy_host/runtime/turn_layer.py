@@ -198,6 +198,7 @@ class TurnLayer:
         additional_directories: Sequence[str] = (),
         max_tokens: int | None = None,
         max_cost: float | None = None,
+        resume: bool = False,
     ) -> TurnResult:
         """Run one turn on ``session``; flags given here win over the config."""
         if self.parked:
@@ -229,6 +230,7 @@ class TurnLayer:
             timeout_s=cfg.turn.timeout_minutes * 60 if timeout_s is None else timeout_s,
             inactivity_s=cfg.turn.inactivity_minutes * 60 if inactivity_s is None else inactivity_s,
             additional_directories=list(additional_directories),
+            resume=resume and binding is not None,
         )
         started = TurnStarted(
             session=session,
@@ -484,6 +486,8 @@ class TurnLayer:
             self.agent_commands = turn.commands
         if self.roundtrips is not None and turn.handle is not None:
             self.roundtrips.turn_ended(turn.handle)
+        bound = turn.binding.conversation_id if turn.binding else None
+        replaced = bound if bound and outcome.conversation_id not in (None, bound) else None
         if outcome.conversation_id:
             self._bind(turn, outcome.conversation_id)
         # The engine's response is normally the same text as the stream; the
@@ -519,6 +523,7 @@ class TurnLayer:
                 agent_stop_reason=outcome.agent_stop_reason,
                 usage=turn.usage,
                 cumulative_usage=turn.cumulative,
+                replaced_conversation_id=replaced,
             )
         )
         return TurnResult(
@@ -536,6 +541,7 @@ class TurnLayer:
             cumulative_usage=turn.cumulative,
             permission_requests=turn.permission_requests,
             permissions_refused=turn.permissions_refused,
+            replaced_conversation_id=replaced,
         )
 
     def _fail(self, turn: TurnState, message: str, kind: ErrorKind) -> TurnResult:

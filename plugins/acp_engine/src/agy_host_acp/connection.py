@@ -8,7 +8,11 @@ its sign-in URL as a plain line on stdout or stderr, and the user must see it.
 
 ``session/load`` replays the conversation's history as update notifications
 before its response; the connection drops every update of a session while
-its load is in flight, so history never reaches the user as live text.
+its load is in flight, so history never reaches the user as live text. Some
+agents (the Gemini CLI) answer the load first and replay afterwards: after a
+load, the connection keeps dropping the session's updates until the agent has
+been quiet for a moment (bounded), before any prompt is sent. A replay that
+comes later still is caught by the turn (:mod:`agy_host_acp.replay`).
 
 Exit is scoped to the connection object: ``on_exit(conn)`` is called once with
 the connection that died, so the driver can ignore a stale, slow-dying
@@ -56,6 +60,12 @@ _SESSION_ID = operator.attrgetter("session_id")
 _UPDATE = operator.attrgetter("update")
 _SIGN_IN = re.compile(r"(Open the following link to authenticate[^:]*:\s*)?(https://accounts\.google\.com/\S+)")
 _MAX_PARSE_NOTICES = 3
+#: After a load that replayed nothing: how long to wait for a replay that trails the answer.
+REPLAY_FIRST_S = 0.5
+#: A trailing replay is over once the agent has been quiet this long.
+REPLAY_QUIET_S = 0.15
+#: The longest a trailing replay may hold up the turn.
+REPLAY_CAP_S = 5.0
 
 
 class AuthRequired(Exception):
@@ -136,6 +146,8 @@ class AcpConnection:
         #: The session/new or session/load result of each session (config options, models, modes).
         self.setups: dict[str, s.SessionSetup] = {}
         self._loading: set[str] = set()
+        #: Set whenever a replayed update is dropped (the trailing-replay wait).
+        self._replay_tick = trio.Event()
         self.replayed = 0
         self.dropped = 0
         self.parse_errors = 0
@@ -222,6 +234,7 @@ class AcpConnection:
                     batch_handler=self._fast_updates,
                 ),
                 trace=self.trace,
+                on_withdrawn=self._withdrawn,
             )
             self.log.add("spawn", pid=proc.pid, command=self.spec.label)
             await nursery.start(self.rpc.run)
@@ -319,6 +332,8 @@ class AcpConnection:
                 {"sessionId": session_id, **session_params(cwd, mcp_servers, additional)},
                 timeout=self.session_timeout,
             )
+            during = self.replayed - before
+            trailing = await self._trailing_replay(first=during == 0)
         finally:
             self._loading.discard(session_id)
         setup: s.SessionSetup = s.convert(raw if isinstance(raw, dict) else {}, s.SessionSetup)
@@ -326,8 +341,28 @@ class AcpConnection:
         self.sessions.add(session_id)
         self.setups[session_id] = setup
         self.last_session = session_id
-        self.log.add("session-load", sessionId=session_id, replayed=self.replayed - before)
+        self.log.add("session-load", sessionId=session_id, replayed=during, replayed_after_answer=trailing)
         return setup
+
+    async def _trailing_replay(self, *, first: bool) -> int:
+        """Drop a replay that trails the load's answer; how many updates it had.
+
+        With nothing replayed during the load, the agent gets
+        :data:`REPLAY_FIRST_S` to start one; a replay under way is over when
+        the agent is quiet for :data:`REPLAY_QUIET_S`; all of it within
+        :data:`REPLAY_CAP_S`. Only loads pay this, never a new or resumed
+        session, and agents that replay inside the load pay the quiet wait."""
+        start = self.replayed
+        with trio.move_on_after(REPLAY_CAP_S):
+            wait = REPLAY_FIRST_S if first else REPLAY_QUIET_S
+            while True:
+                self._replay_tick = trio.Event()
+                with trio.move_on_after(wait):
+                    await self._replay_tick.wait()
+                if not self._replay_tick.is_set():
+                    break
+                wait = REPLAY_QUIET_S
+        return self.replayed - start
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         """A request outside the turn machinery (``session/list``, ``session/delete``), bounded like session calls."""
@@ -437,6 +472,7 @@ class AcpConnection:
             sid = self.last_session
         if sid in self._loading:
             self.replayed += len(updates)
+            self._replay_tick.set()
             self._hold_commands(sid, updates)
             return
         listener = self.listeners.get(sid) if sid is not None else None
@@ -451,6 +487,7 @@ class AcpConnection:
             sid = self.last_session
         if sid in self._loading:
             self.replayed += 1
+            self._replay_tick.set()
             self._hold_commands(sid, [update])
             return
         listener = self.listeners.get(sid) if sid is not None else None
@@ -531,6 +568,29 @@ class AcpConnection:
             return {"action": "cancel"}
         self.log.add("elicitation", sessionId=sid, mode=params.mode)
         return await listener.on_elicitation(params)
+
+    def _withdrawn(self, method: str, params: msgspec.Raw) -> None:
+        """The agent withdrew a request it sent (``$/cancel_request``): its
+        prompt or callback was cancelled; the person is told why it went."""
+        try:
+            decoded = msgspec.json.decode(params)
+        except msgspec.DecodeError:
+            decoded = {}
+        found = decoded if isinstance(decoded, dict) else {}
+        sid = found.get("sessionId") if isinstance(found.get("sessionId"), str) else None
+        what = {"session/request_permission": "permission request", "elicitation/create": "question"}.get(
+            method, f"{method} request"
+        )
+        tool = found.get("toolCall")
+        title = found.get("message") or (tool.get("title") if isinstance(tool, dict) else None)
+        named = f" ({title!r})" if isinstance(title, str) and title else ""
+        self.log.add("request-withdrawn", method=method, sessionId=sid or "")
+        message = f"the agent withdrew its {what}{named}; nothing was answered"
+        listener = self.listeners.get(sid) if sid else None
+        if listener is not None:
+            listener.on_notice("info", message, "withdrawn")
+        else:
+            self._notice("info", message, "withdrawn")
 
     def _notice_once(self, key: str, message: str) -> None:
         """A warning shown the first time per connection (the lifecycle log

@@ -37,14 +37,14 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from agy_host.contract.events import NoticeActivity, OutcomeActivity
+from agy_host.contract.events import ErrorKind, NoticeActivity, OutcomeActivity
 from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.model_tiers import resolve_effort
 from agy_host.engine.timers import minutes
 from agy_host.engine.turn import DriverTurns, driver_scope
 from agy_host_stream_json import settle
-from agy_host_stream_json.outcome import INSTALL_HINT, death_failure, is_statement
+from agy_host_stream_json.outcome import INSTALL_HINT, death_failure, is_statement, is_success
 from agy_host_stream_json.process import AgyProcess, SpawnError
 from agy_host_stream_json.profile import CONVERSATION_ID, Profile, agy_mode, argv, go_duration, print_timeout
 from agy_host_stream_json.profile import recycle_cause as drift
@@ -186,6 +186,7 @@ class StreamJsonDriver:
         turn.on_event(event)
 
     def _on_init(self, child: AgyProcess, event: InitEvent) -> None:
+        child.initialized = True
         info = event.info
         child.permission_mode = info.permission_mode
         child.tools = len(info.tools) if info.tools is not None else None
@@ -278,7 +279,7 @@ class StreamJsonDriver:
         )
 
     async def _process_for(self, turn: Turn, profile: Profile) -> AgyProcess:
-        conversation = turn.request.conversation_id
+        conversation = None if turn.fresh else turn.request.conversation_id
         if conversation and not CONVERSATION_ID.match(conversation):
             why = f"conversation id {conversation!r} is not one agy can continue"
             if turn.request.resume:
@@ -437,6 +438,34 @@ class StreamJsonDriver:
             if error is not None:
                 self.lifecycle.add("stdin-failed", error=error)
             await turn.wire_done.wait()
+            refused = await self._not_opened(turn, turn.child)
+            if refused is not None:
+                # The engines agree: --resume fails (exit 4) with agy's words;
+                # otherwise the turn runs again, once, on a new conversation.
+                wanted = turn.child.conversation_id or ""
+                if req.resume:
+                    message = f"agy could not continue conversation {wanted}: {refused[0]}"
+                    turn.conversation_id = wanted
+                    return settle.failed(turn, message, "no_session")
+                turn.handle.emit(
+                    NoticeActivity(
+                        level="warning",
+                        message=f"agy could not continue conversation {wanted}; this turn starts a new "
+                        "conversation, without the earlier messages (pass --resume to fail instead)",
+                        code="conversation-replaced",
+                    )
+                )
+                turn.fresh_start()
+                try:
+                    turn.child = await self._process_for(turn, profile)
+                except TurnFailed as exc:
+                    return settle.failed(turn, str(exc), exc.kind)
+                turn.conversation_id = turn.child.conversation_id
+                turn.sent = True
+                error = await turn.child.send(encode_user_line(text))
+                if error is not None:
+                    self.lifecycle.add("stdin-failed", error=error)
+                await turn.wire_done.wait()
         if turn.refused is not None:
             if turn.child is not None:
                 await self._teardown(turn.child, "conversation not continued (--resume)")
@@ -457,6 +486,27 @@ class StreamJsonDriver:
             message, kind = death_failure(child.returncode, child.stderr_tail(), turn.statements, started)
             return settle.failed(turn, message, kind)
         return await self._settle(turn, child)
+
+    async def _not_opened(self, turn: Turn, child: AgyProcess) -> tuple[str, ErrorKind] | None:
+        """agy ended the turn before opening the conversation it was given
+        (no ``init``, nothing said about the turn, no successful result): it
+        does not have that conversation, or refused it. Then agy is gone, and
+        this says what agy said; ``None`` for every other turn."""
+        if not child.resumed or child.initialized or turn.mapper.seen or turn.refused is not None:
+            return None
+        result = turn.result
+        if result is not None and is_success(result.status):
+            return None
+        await self._retire(child, "conversation not opened")
+        if result is None:
+            message, kind = death_failure(child.returncode, child.stderr_tail(), turn.statements, False)
+        else:
+            failed = settle.outcome_of(turn, result, child.returncode)
+            message, kind = failed.error, failed.error_kind or "agent"
+        if kind in ("auth", "usage"):
+            return None  # agy's own trouble, whatever the conversation: reported as it is
+        self.lifecycle.add("resume-failed", conversation=child.conversation_id or "", said=message[:300])
+        return message, kind
 
     async def _settle(self, turn: Turn, child: AgyProcess) -> OutcomeActivity:
         result = turn.result

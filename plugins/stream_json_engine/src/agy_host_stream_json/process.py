@@ -58,6 +58,8 @@ class AgyProcess(GroupChild):
         self.permission_mode: str | None = None
         self.tools: int | None = None
         self.resumed = False
+        #: agy printed its ``init`` line: the conversation it was given (or a new one) is open.
+        self.initialized = False
         self.stdout_done = trio.Event()
         self.lines = 0
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None

@@ -45,6 +45,21 @@ class Turn(EngineTurn):
         #: Set when the turn must end before agy answers it (``--resume`` of a
         #: conversation agy did not continue): the message and error kind.
         self.refused: tuple[str, ErrorKind] | None = None
+        #: The conversation asked for could not be continued: this turn runs on a new one.
+        self.fresh = False
+
+    def fresh_start(self) -> None:
+        """Forget the failed start (agy exited before opening the conversation),
+        so the turn runs once more, on a new conversation."""
+        self.fresh = True
+        self.child = None
+        self.conversation_id = None
+        self.result = None
+        self.eof = False
+        self.wire_done = trio.Event()
+        self.sent = False
+        self.statements = []
+        self.print_timeout_line = None
 
     def response(self) -> str:
         return self.mapper.response

@@ -9,9 +9,11 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 from agy_host.testing import _wire
+from agy_host.testing.acp.scenario import FORGOTTEN_CONVERSATION
 
 if TYPE_CHECKING:
     from agy_host.testing.acp.scenario import Scenario
@@ -85,21 +87,29 @@ class SessionMethods:
         sid = self._session_id(msg_id, params)
         if sid is None:
             return
-        if sc.load == "fails":
-            self.out.send(_wire.error_response(msg_id, AUTH_REQUIRED, "unknown session", {"sessionId": sid}))
+        if sc.load == "fails" or sid == FORGOTTEN_CONVERSATION:
+            self._unknown(msg_id, sid)
             return
         session = self._reopen(sid, params)
         if sc.load == "replay":
-            kinds = {"user": "user_message_chunk", "agent": "agent_message_chunk", "thought": "agent_thought_chunk"}
-            for entry in sc.load_history:
-                for who, text in entry.items():
-                    kind = kinds.get(who)
-                    if kind is None:
-                        _wire.stderr(f"fake_acp_agent: load_history entry {who!r} skipped (use user/agent/thought)")
-                        continue
-                    update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
-                    self.out.send(_wire.notification("session/update", {"sessionId": sid, "update": update}))
+            self._replay(sid)
         self._answer(msg_id, session.state(), sid)
+        if sc.load == "replay-after":
+            if sc.replay_delay_ms:
+                time.sleep(sc.replay_delay_ms / 1000)
+            self._replay(sid)
+
+    def _replay(self, sid: str) -> None:
+        """The scenario's ``load_history`` as user/agent/thought chunks."""
+        kinds = {"user": "user_message_chunk", "agent": "agent_message_chunk", "thought": "agent_thought_chunk"}
+        for entry in self.scenario.load_history:
+            for who, text in entry.items():
+                kind = kinds.get(who)
+                if kind is None:
+                    _wire.stderr(f"fake_acp_agent: load_history entry {who!r} skipped (use user/agent/thought)")
+                    continue
+                update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+                self.out.send(_wire.notification("session/update", {"sessionId": sid, "update": update}))
 
     def _session_resume(self, msg_id: Any, params: dict[str, Any]) -> None:
         """``session/resume`` (advertise ``sessionCapabilities.resume``): like
@@ -108,8 +118,13 @@ class SessionMethods:
             self._not_found(msg_id, "session/resume")
             return
         sid = self._session_id(msg_id, params)
-        if sid is not None:
+        if sid == FORGOTTEN_CONVERSATION:
+            self._unknown(msg_id, sid)
+        elif sid is not None:
             self._answer(msg_id, self._reopen(sid, params).state(), sid)
+
+    def _unknown(self, msg_id: Any, sid: str) -> None:
+        self.out.send(_wire.error_response(msg_id, AUTH_REQUIRED, "unknown session", {"sessionId": sid}))
 
     def _answer(self, msg_id: Any, result: dict[str, Any], sid: str) -> None:
         """A session's answer and, in the same write, the scenario's

@@ -52,7 +52,11 @@ Scenario format (JSON object, or the same as TOML)::
                        agentCapabilities.auth.logout; answers {} and signs
                        out) | fails (advertised; answers -32603)
     load               ok | fails (-32000 unknown session) | replay (sends
-                       load_history as user/agent chunks before the answer)
+                       load_history as user/agent chunks before the answer) |
+                       replay-after (answers first, then replays, as the
+                       Gemini CLI does; replay_delay_ms after the answer).
+                       FORGOTTEN_CONVERSATION is refused by load and resume
+                       whatever this says (an agent that lost it)
     cancel             graceful: session/cancel (notification or request)
                          ends running prompts with stopReason "cancelled"
                          (a request is answered {} after that)

@@ -28,6 +28,11 @@ from typing import Any, Literal
 import msgspec
 
 ENV_PREFIX = "AGY_FAKE_ACP_"
+#: A conversation no fake agent has: the fake ACP agent refuses to load or
+#: resume it (-32000 "unknown session"), the fake agy CLI has no such file,
+#: and the real harness never made it. Tests bind a session to it to play an
+#: agent that forgot the conversation.
+FORGOTTEN_CONVERSATION = "0badc0de0badc0de0badc0de0badc0de"
 #: Env variables with a meaning of their own (not scenario keys).
 ENV_RESERVED = frozenset({"AGY_FAKE_ACP_SCENARIO", "AGY_FAKE_ACP_LOG"})
 
@@ -91,6 +96,9 @@ class Request(_Step, tag="request"):
     method: str
     params: dict[str, Any] = {}
     branches: dict[str, list[Step]] = {}
+    #: Seconds after which the agent withdraws the request (``$/cancel_request``)
+    #: if it is still unanswered, and goes on waiting for the client's answer.
+    withdraw_after: float | None = None
 
 
 class PromptUsage(_Step, tag="prompt_usage"):
@@ -372,7 +380,9 @@ class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: ``{}`` and signs out (session/new then needs ``authenticate``),
     #: ``fails`` answers -32603.
     logout: Literal["none", "ok", "fails"] = "none"
-    load: Literal["ok", "fails", "replay"] = "ok"
+    load: Literal["ok", "fails", "replay", "replay-after"] = "ok"
+    #: ``load: replay-after``: how long after its answer the replay starts (the Gemini CLI: at once).
+    replay_delay_ms: int = 0
     #: History replayed by ``load: replay``: ``{"user": text}`` / ``{"agent": text}`` / ``{"thought": text}``.
     load_history: list[dict[str, str]] = msgspec.field(
         default_factory=lambda: [{"user": "OLD USER"}, {"agent": "OLD REPLY FULL TEXT"}]
