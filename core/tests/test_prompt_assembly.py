@@ -13,7 +13,7 @@ from agy_host.builtins.prompt_assembly import PromptAssembly
 from agy_host.builtins.system_prompt import SYSTEM_END, SYSTEM_PREAMBLE, find_agents_files, system_block
 from agy_host.builtins.transcripts import TranscriptEntry, append_entries
 from agy_host.config import Config
-from agy_host.contract.prompt_parts import PromptContext
+from agy_host.contract.prompt_parts import PromptContext, is_slash_command
 
 
 def entry(role: str, text: str, conversation: str | None = None, **kw: object) -> TranscriptEntry:
@@ -104,6 +104,23 @@ def test_build_digest_of_a_transcript() -> None:
     assert build_digest(entries[:2], "c1") == ""
 
 
+def test_a_slash_command_turn_does_not_move_the_window() -> None:
+    """A slash command went to the agent alone, without the digest: what came
+    before it is still unseen, and the command's own turn is left out."""
+    entries = [
+        entry("user", "mine", "c1"),
+        entry("assistant", "yours", "c1"),
+        entry("user", "theirs", "c2"),
+        entry("user", "/compact keep the tests", "c1"),
+        entry("tool", "", "c1", tool="read"),
+        entry("assistant", "compacted", "c1"),
+    ]
+    assert unseen_start(entries, "c1") == 2
+    assert build_digest(entries, "c1") == "[earlier user message]\ntheirs"
+    entries.append(entry("user", "/etc/hosts says what?", "c1"))  # a path, not a command
+    assert unseen_start(entries, "c1") == 7
+
+
 # -- the hook ----------------------------------------------------------------------
 
 
@@ -117,9 +134,15 @@ def configured(agy_host_home: object) -> Iterator[Config]:
 agy_host_prompt_parts = PromptAssembly().agy_host_prompt_parts
 
 
-def ctx(config: Config, cwd: Path, *, new: bool = True, session: str = "s") -> PromptContext:
+def ctx(config: Config, cwd: Path, *, new: bool = True, session: str = "s", text: str = "hi") -> PromptContext:
     return PromptContext(
-        session=session, engine="acp", cwd=str(cwd), new_conversation=new, user_text="hi", config=config
+        session=session,
+        engine="acp",
+        cwd=str(cwd),
+        new_conversation=new,
+        user_text=text,
+        slash_command=is_slash_command(text),
+        config=config,
     )
 
 
@@ -151,3 +174,30 @@ def test_digest_part_is_a_context_part_with_a_changing_uri(configured: Config, t
         p for p in agy_host_prompt_parts(ctx(configured, tmp_path, session="dg")) or [] if p.where == "context"
     ]
     assert digest2.uri != digest.uri
+
+
+def test_no_digest_is_built_for_a_slash_command(configured: Config, tmp_path: Path) -> None:
+    configured.prompt.digest = True
+    append_entries("dc", [entry("user", "elsewhere", "other-1"), entry("assistant", "ok", "other-1")])
+    parts = agy_host_prompt_parts(ctx(configured, tmp_path, session="dc", text="/context")) or []
+    assert [p.where for p in parts] == ["system"], "the system part is still offered: the layer holds it back"
+
+
+@pytest.mark.parametrize(
+    ("text", "command"),
+    [
+        ("/context", True),
+        ("/compact keep the tests", True),
+        ("/review\nthe diff", True),
+        ("/mcp__server__prompt", True),
+        ("/etc/hosts is odd", False),
+        ("/ spaced", False),
+        ("/", False),
+        ("//context", False),
+        (" /context", False),
+        ("run /context", False),
+        ("", False),
+    ],
+)
+def test_what_counts_as_a_slash_command(text: str, command: bool) -> None:
+    assert is_slash_command(text) is command

@@ -54,18 +54,17 @@ def env(tmp_path: Path) -> dict[str, str]:
     return out
 
 
-def ask(env: dict[str, str], cwd: Path, *args: str) -> dict[str, Any]:
+def agy_host(env: dict[str, str], cwd: Path, *args: str) -> str:
+    """The stdout of a successful ``agy-host`` command."""
     proc = subprocess.run(
-        [str(AGY_HOST), "ask", "--format", "json", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
+        [str(AGY_HOST), *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=90, check=False
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    report: dict[str, Any] = json.loads(proc.stdout)
+    return proc.stdout
+
+
+def ask(env: dict[str, str], cwd: Path, *args: str) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads(agy_host(env, cwd, "ask", "--format", "json", *args))
     assert report["status"] == "ok", report
     return report
 
@@ -179,3 +178,75 @@ def test_the_digest_leaves_out_what_the_agent_saw(
     assert "It prints hi." in digest
     assert "[earlier user message]\none" not in digest, "the agent's own turn is in its history"
     assert not [b for b in third if b["type"] == "resource"], "nothing new since its last turn"
+
+
+# -- slash commands: alone and verbatim; the system block waits for the next plain prompt --
+
+
+def run_json(env: dict[str, str], cwd: Path, *args: str) -> list[dict[str, Any]]:
+    out = agy_host(env, cwd, "run", "--format", "json", *args)
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def held_back_notices(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e.get("type") == "notice" and e.get("code") == "slash-command"]
+
+
+@needs_acp
+def test_acp_a_slash_command_goes_alone_and_the_next_plain_prompt_carries_the_system_block(
+    env: dict[str, str], project: Path, fake_acp_agent: Callable[..., Any]
+) -> None:
+    """The fake runs ``/context`` as a command only when the prompt's first
+    block starts with it, as claude-agent-acp does."""
+    agent = fake_acp_agent("slash")
+    acp = ["--engine", "acp", "--agent", agent.command_line, "--session", "s1"]
+    events = run_json(env, project, *acp, "/context")
+    [end] = [e for e in events if e["type"] == "turn_end"]
+    assert end["response"] == "ran /context: /context", "the agent took the command for text"
+    [notice] = held_back_notices(events)
+    assert notice.get("level", "info") == "info" and "/context" in notice["message"], notice
+    ask(env, project, *acp, "first question")
+    events = run_json(env, project, *acp, "/compact keep the tests")
+    assert not held_back_notices(events), "said once, when the conversation started"
+    assert ask(env, project, *acp, "second question")["text"] == "second question"
+    prompts = acp_prompts(agent)
+    assert [len(p) for p in prompts] == [1, 1, 1, 1], prompts
+    assert [acp_text(p) for p in prompts] == [
+        "/context",
+        expected_block() + SEP + "first question",
+        "/compact keep the tests",
+        "second question",
+    ]
+    assert [e["command"] for e in agent.events("slash-command")] == ["context", "compact"]
+
+
+@needs_stream_json
+def test_stream_json_sends_a_slash_command_as_its_own_line_and_the_system_block_after(
+    env: dict[str, str], project: Path, tmp_path: Path
+) -> None:
+    from agy_host.testing.agy_cli.agent import make_fake_agy
+
+    agy = make_fake_agy(tmp_path / "fake-agy", "echo")
+    sj = ["--engine", "stream-json", "--session", "s2"]
+    assert ask(env | agy.env, project, *sj, "/review")["text"].strip() == "/review"
+    ask(env | agy.env, project, *sj, "then this")
+    ask(env | agy.env, project, *sj, "/compact")
+    assert agy_prompts(agy) == ["/review", expected_block() + SEP + "then this", "/compact"]
+
+
+@needs_acp
+def test_a_slash_command_carries_no_digest_and_the_next_prompt_gets_all_it_missed(
+    env: dict[str, str], project: Path, fake_acp_agent: Callable[..., Any]
+) -> None:
+    agent = fake_acp_agent("slash")
+    acp = ["--digest", "--engine", "acp", "--agent", agent.command_line, "--session", "s3"]
+    ask(env, project, *acp, "one")
+    _seed(env, "s3")  # another engine ran a turn afterwards
+    ask(env, project, *acp, "/compact")
+    ask(env, project, *acp, "two")
+    _, command, after = acp_prompts(agent)
+    assert command == [{"type": "text", "text": "/compact"}], command
+    [digest] = [b["resource"]["text"] for b in after if b["type"] == "resource"]
+    assert "It prints hi." in digest, "what the command did not carry comes with the next prompt"
+    assert "/compact" not in digest, "the agent saw its own command"
+    assert acp_text(after) == "two"

@@ -51,6 +51,21 @@ def test_set_get_roundtrip_and_file_format(tmp_path: Path) -> None:
     assert again.get("work").conversation_id == "s1"  # type: ignore[union-attr]
 
 
+def test_an_owed_system_block_is_kept_and_a_bad_flag_reported(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    store.set("cmd@acp", SessionBinding(conversation_id="c", system_pending=True))
+    store.set("plain@acp", SessionBinding(conversation_id="p"))
+    doc = json.loads((tmp_path / "sessions.json").read_text())
+    assert doc["bindings"]["cmd@acp"]["system_pending"] is True
+    assert "system_pending" not in doc["bindings"]["plain@acp"], "the usual case writes nothing new"
+    assert _store(tmp_path).get("cmd@acp") == SessionBinding(conversation_id="c", system_pending=True)
+    doc["bindings"]["cmd@acp"]["system_pending"] = "yes"
+    (tmp_path / "sessions.json").write_text(json.dumps(doc))
+    warnings: list[str] = []
+    assert _store(tmp_path, warnings).get("cmd@acp") == SessionBinding(conversation_id="c")
+    assert any("system_pending" in w for w in warnings), warnings
+
+
 def test_delete(tmp_path: Path) -> None:
     store = _store(tmp_path)
     store.set("a", SessionBinding(conversation_id="1"))

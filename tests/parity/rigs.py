@@ -395,6 +395,12 @@ class Agent(abc.ABC):
         prompt reads the same from either wire."""
 
     @abc.abstractmethod
+    def user_texts(self) -> list[str]:
+        """The text each prompt opened with, the one an agent reads a slash
+        command from: ACP's first block (when it is text), agy's stdin line,
+        the harness's user input."""
+
+    @abc.abstractmethod
     def resumed(self) -> list[str]:
         """The conversation id each agent start resumed (``session/load``,
         ``--conversation``), in order."""
@@ -487,6 +493,10 @@ class AcpAgent(Agent):
                     parts.append(block["resource"].get("text", ""))
             out.append(INLINE_SEPARATOR.join(parts))
         return out
+
+    def user_texts(self) -> list[str]:
+        firsts = [(m["params"]["prompt"] or [{}])[0] for m in self.fake.requests("session/prompt")]
+        return [str(b.get("text", "")) if b.get("type") == "text" else "" for b in firsts]
 
     def resumed(self) -> list[str]:
         return [m["params"]["sessionId"] for m in self.fake.requests("session/load")]
@@ -613,6 +623,9 @@ class StreamJsonAgent(Agent):
 
     def prompts(self) -> list[str]:
         return [str(m.get("message", {}).get("content", "")) for m in self.fake.received()]
+
+    def user_texts(self) -> list[str]:
+        return self.prompts()  # one line per prompt: the whole of it is the user's
 
     def _flag(self, argv: list[str], name: str) -> str:
         from agy_host.testing.agy_cli.agent import parse_flags
@@ -778,6 +791,13 @@ class HarnessAgent(Agent):
                 out.append(INLINE_SEPARATOR.join([system, *parts] if system else parts))
                 system = ""
         return out
+
+    def user_texts(self) -> list[str]:
+        return [
+            INLINE_SEPARATOR.join(str(p["text"]) for p in f["userInput"]["parts"] if "text" in p)
+            for f in self._sent()
+            if "userInput" in f
+        ]
 
     def resumed(self) -> list[str]:
         return [

@@ -386,6 +386,29 @@ def test_12_the_digest_and_the_system_prompt_reach_the_agent_identically(rig: Ri
 _PROMPTS: dict[str, list[str]] = {}
 
 
+def test_12_a_slash_command_goes_alone_and_the_system_prompt_and_digest_follow(rig: Rig, home: Home) -> None:
+    """Agents run a prompt as a command only when its text starts with it:
+    nothing of the host's goes in front of ``/context``. The system prompt
+    and the digest follow with the next plain prompt (the system prompt may
+    ride the engine's own config instead)."""
+    from agy_host.builtins.digest import DIGEST_PREAMBLE
+
+    agent = rig.agent(Script([[{"echo": True}]]))
+    ok(home.run("s12c", "asked elsewhere", "--engine", OTHER_ENGINE, agent=agent))
+    ok(home.run("s12c", "/context", "--system-prompt", SYSTEM, "--digest", agent=agent))
+    ok(home.run("s12c", "then this", "--system-prompt", SYSTEM, "--digest", agent=agent))
+    ok(home.run("s12c", "/compact keep it short", "--digest", agent=agent))
+    command, _, compact = agent.user_texts()
+    assert (command, compact) == ("/context", "/compact keep it short"), agent.user_texts()
+    prompts = agent.prompts()
+    plain = prompts[1]
+    assert plain.rstrip().endswith("then this") and DIGEST_PREAMBLE in plain, plain
+    assert "asked elsewhere" in plain[plain.index(DIGEST_PREAMBLE) :], "what the command did not carry comes next"
+    everything = "".join(prompts)
+    assert everything.count(SYSTEM) == 1, f"the system prompt is sent once per conversation: {prompts!r}"
+    assert everything.index(SYSTEM) < everything.index("then this"), prompts
+
+
 # -- 13 --------------------------------------------------------------------------
 
 

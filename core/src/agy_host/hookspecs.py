@@ -191,14 +191,17 @@ def agy_host_prompt_parts(turn: PromptContext) -> list[PromptPart] | None:
     """Contribute fragments to the prompt of a turn.
 
     :param turn: what the turn layer knows: session, engine, whether the agent
-        conversation is new, cwd, the user's prompt text.
+        conversation is new, cwd, the user's prompt text, whether that text is
+        a slash command, the bound conversation.
     :returns: :class:`~agy_host.contract.prompt_parts.PromptPart` fragments or ``None``.
 
     Results of all implementations are collected; fragments are ordered by
     their ``order`` then by plugin order (use ``tryfirst``/``trylast`` to
     influence the latter). ``system`` fragments are sent only on the first turn
     of an agent conversation; ``context`` fragments become an embedded resource
-    where the engine supports it and inline text otherwise.
+    where the engine supports it and inline text otherwise. A slash command
+    (``/compact``) is sent alone and verbatim: no fragment goes with it, and
+    ``system`` fragments wait for the conversation's first plain prompt.
 
     **Use in plugins:** system prompts, context digests, project rules.
     """

@@ -11,6 +11,7 @@ import sys
 import time
 from typing import Any
 
+from agy_host.builtins.transcripts import TranscriptEntry, append_entries
 from agy_host.testing.terminal import Pty
 
 from .conftest import HarnessHome
@@ -300,6 +301,32 @@ def test_system_prompt_is_appended_to_antigravitys_and_not_sent_as_user_text(hho
     ok(hhome.turn("t12b", "hi", "--system-prompt", "ONLY THIS"))
     system = json.dumps(model.requests()[-1]["body"]["systemInstruction"])
     assert "ONLY THIS" in system and "You are Antigravity" not in system
+
+
+def test_a_slash_command_is_the_users_text_verbatim_and_the_system_prompt_still_goes_in_the_config(
+    hhome: HarnessHome,
+) -> None:
+    """The harness carries the system block out of band, so a conversation
+    that starts with a command still gets it; the command reaches the model
+    as the user's text alone (no digest, no system block in front)."""
+    (hhome.cwd / ".git").mkdir(exist_ok=True)  # the AGENTS.md walk stops here
+    (hhome.cwd / "AGENTS.md").write_text("Run the tests first.\n")
+    elsewhere = [
+        TranscriptEntry(v=1, ts="t", role="user", text="what does main do?", engine="acp", conversation_id="o-1"),
+        TranscriptEntry(v=1, ts="t", role="assistant", text="It prints hi.", engine="acp", conversation_id="o-1"),
+    ]
+    append_entries("t12c", elsewhere, hhome.env)
+    model = hhome.serve({"turns": [[[{"echo": True}]], [[{"echo": True}]]]})
+    ok(hhome.turn("t12c", "/context", "--digest", "--system-prompt", "ALWAYS BE BRIEF"))
+    ok(hhome.turn("t12c", "go on", "--digest"))
+    command, plain = model.requests()
+    assert command["user_text"] == "/context", command["user_text"]
+    system = json.dumps(command["body"]["systemInstruction"])
+    assert "ALWAYS BE BRIEF" in system and "Run the tests first." in system
+    said = json.dumps(command["body"]["contents"])
+    assert "ALWAYS BE BRIEF" not in said and "It prints hi." not in said
+    assert plain["user_text"].endswith("go on") and "It prints hi." in plain["user_text"], "the digest came next"
+    assert "ALWAYS BE BRIEF" not in json.dumps(plain["body"]["contents"])
 
 
 def test_inactivity_halts_the_harness_and_the_next_turn_works(hhome: HarnessHome) -> None:

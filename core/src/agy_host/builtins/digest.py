@@ -7,10 +7,12 @@ the session's transcript, into the next prompt (a resource block on ACP,
 inline on stream-json). It is off by default (``[prompt] digest``): it
 changes every turn, which defeats the agent's prompt cache.
 
-The window starts after the last entry of the agent conversation the turn
-continues (a new conversation has seen nothing). The truncation rules are
-the original's: the newest items are kept whole while they fit the cap;
-when not even the newest fits, its tail is kept.
+The window starts after the last plain turn of the agent conversation the
+turn continues (a new conversation has seen nothing): a slash command went
+to the agent alone, without a digest, so what came before it is still
+unseen; the conversation's own entries are left out of the window. The
+truncation rules are the original's: the newest items are kept whole while
+they fit the cap; when not even the newest fits, its tail is kept.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agy_host.builtins.transcripts import TranscriptEntry
+from agy_host.contract.prompt_parts import is_slash_command
 
 DIGEST_MAX_CHARS = 8000
 TRUNCATED = "[truncated]"
@@ -32,13 +35,18 @@ DIGEST_PREAMBLE = (
 
 
 def unseen_start(entries: Sequence[TranscriptEntry], conversation_id: str | None) -> int:
-    """Index of the first entry the conversation has not seen."""
+    """Index of the first entry the conversation has not seen: the one after
+    its last plain turn (a turn's entries start with its user entry)."""
+    start = 0
     if conversation_id is None:
-        return 0
-    for i in range(len(entries) - 1, -1, -1):
-        if entries[i].conversation_id == conversation_id:
-            return i + 1
-    return 0
+        return start
+    command = False
+    for i, entry in enumerate(entries):
+        if entry.role == "user":
+            command = is_slash_command(entry.text)
+        if entry.conversation_id == conversation_id and not command:
+            start = i + 1
+    return start
 
 
 def _item(entry: TranscriptEntry) -> str | None:
@@ -86,7 +94,8 @@ def build_digest(
 ) -> str:
     """The digest body for a turn continuing ``conversation_id`` (``None``:
     a new conversation); ``""`` when there is nothing it has not seen."""
-    window = entries[unseen_start(entries, conversation_id) :]
+    start = unseen_start(entries, conversation_id)
+    window = [e for e in entries[start:] if conversation_id is None or e.conversation_id != conversation_id]
     return truncate(digest_items(window), max_chars)
 
 

@@ -59,7 +59,10 @@ def digest_part(turn: PromptContext, config: Config, env: Mapping[str, str] | No
     entries = read_transcript(turn.session, env)
     if not entries:
         return None
-    conversation = None if turn.new_conversation else bound_conversation(turn.session, turn.engine, env)
+    if turn.conversation_id is not None:
+        conversation: str | None = turn.conversation_id
+    else:
+        conversation = None if turn.new_conversation else bound_conversation(turn.session, turn.engine, env)
     body = build_digest(entries, conversation, config.prompt.digest_max_chars)
     if not body:
         return None
@@ -100,7 +103,7 @@ class PromptAssembly:
             text = system_text(config, turn.cwd)
             if text:
                 parts.append(PromptPart(text=text, where="system", order=ORDER))
-        if config.prompt.digest:
+        if config.prompt.digest and not turn.slash_command:  # a command goes alone: no digest to build
             part = digest_part(turn, config, self.env)
             if part is not None:
                 parts.append(part)

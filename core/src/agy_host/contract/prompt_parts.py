@@ -1,10 +1,12 @@
 """Prompt assembly inputs: the context a prompt-parts hook sees, and the
-fragments it returns; and the markers around the host's system block, which
+fragments it returns; the markers around the host's system block, which
 an engine that carries the system prompt out of band (the harness) looks for
-to move the block out of the first message."""
+to move the block out of the first message; and what counts as a slash
+command, which goes to the agent alone and verbatim."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 import msgspec
@@ -21,14 +23,36 @@ PROMPT_SEPARATOR = "\n\n---\n\n"
 #: engine that inlines them sends their text alone, as the others do.
 HOST_URI_PREFIX = "urn:agy-host:"
 
+_SLASH_COMMAND = re.compile(r"/[^\s/]+(?:\s|$)")
+
+
+def is_slash_command(text: str) -> bool:
+    """True when ``text`` starts with a slash command (``/context``,
+    ``/compact keep the tests``): a ``/``, a name without spaces or slashes,
+    then a space or the end. Agents run a prompt as a command only when its
+    first text starts that way, so the host sends such a prompt alone and
+    verbatim; a path (``/etc/hosts …``) is not a command."""
+    return _SLASH_COMMAND.match(text) is not None
+
 
 class PromptContext(msgspec.Struct, kw_only=True):
     session: str
     engine: str
     cwd: str
-    #: True when no agent conversation is bound yet (system parts are sent).
+    #: True when this prompt starts the agent conversation as far as prompt
+    #: parts go, so ``system`` parts are sent with it: no conversation is
+    #: bound yet, or only slash commands have gone to it so far.
     new_conversation: bool
     user_text: str
+    #: True when ``user_text`` is a slash command (:func:`is_slash_command`):
+    #: the prompt goes to the agent alone and verbatim, so no part returned
+    #: for it is put into it (an engine that carries the system block out of
+    #: band, the harness, still takes the ``system`` parts). The next plain
+    #: prompt gets the parts, with ``new_conversation`` still true when the
+    #: ``system`` parts were held back.
+    slash_command: bool = False
+    #: The agent conversation the prompt goes to, when one is bound.
+    conversation_id: str | None = None
     #: The effective :class:`~agy_host.config.Config` of the host running
     #: the turn (``None`` only when a test builds a context by hand).
     config: Any = None
@@ -45,4 +69,12 @@ class PromptPart(msgspec.Struct, kw_only=True, omit_defaults=True):
     uri: str = ""
 
 
-__all__ = ["HOST_URI_PREFIX", "PROMPT_SEPARATOR", "SYSTEM_END", "SYSTEM_PREAMBLE", "PromptContext", "PromptPart"]
+__all__ = [
+    "HOST_URI_PREFIX",
+    "PROMPT_SEPARATOR",
+    "SYSTEM_END",
+    "SYSTEM_PREAMBLE",
+    "PromptContext",
+    "PromptPart",
+    "is_slash_command",
+]

@@ -80,6 +80,10 @@ class EngineCapabilities(msgspec.Struct, kw_only=True):
     images: bool = False
     resources: bool = False
     load_session: bool = False
+    #: The engine takes the host's system block out of the first prompt and
+    #: sends it through its own configuration (the harness), so a slash
+    #: command can open a conversation without holding the block back.
+    system_out_of_band: bool = False
 
 
 PermissionDecider = Callable[["PermissionRequest"], Awaitable["PermissionDecision"]]

@@ -57,6 +57,9 @@ class SessionBinding(msgspec.Struct, kw_only=True, omit_defaults=True):
     updated_at: str = ""
     #: context digest watermark: host messages the agent has already seen.
     last_message_count: int = 0
+    #: The host's system block is still owed: the conversation started with a
+    #: slash command (sent alone), so its first plain prompt carries the block.
+    system_pending: bool = False
 
 
 def utc_now() -> str:
@@ -98,6 +101,12 @@ def _narrow_entry(key: str, raw: Any, warn: Warn) -> tuple[SessionBinding | None
         lossy = True
         count = 0
     values["last_message_count"] = int(count)
+    pending = raw.get("system_pending", False)
+    if isinstance(pending, bool):
+        values["system_pending"] = pending
+    else:
+        warn(f"session store: entry {key!r}: system_pending {pending!r} is not true or false; using false")
+        lossy = True
     unknown = set(raw) - _BINDING_FIELDS
     if unknown:
         # A newer agy-host may have added fields: keep the original file aside.

@@ -82,6 +82,11 @@ class TurnState:
         #: The host tool call the turn is parked on.
         self.handle_request: ToolUseRequested | None = None
         self.message_count: int | None = None
+        #: The turn sent a slash command alone while the conversation's
+        #: system block was due: the binding keeps it owed.
+        self.system_pending = False
+        #: ... and this turn opened the conversation with system parts to hold back.
+        self.system_held_back = False
         #: The agent's plan as last shown this turn (a resend that changes nothing is not shown).
         self.plan: list[PlanEntry] | None = None
         #: The agent's slash commands, when it advertised them this turn.

@@ -5,7 +5,9 @@ engine's :class:`~agy_host.engine.driver.TurnDriver`:
 
 * finds the session's agent conversation in the store (per-engine key);
 * assembles the prompt from the ``agy_host_prompt_parts`` hook (system parts
-  only for a new conversation, so the agent's prompt cache keeps hitting);
+  only for a new conversation, so the agent's prompt cache keeps hitting); a
+  slash command goes alone and verbatim, its conversation's system parts held
+  back for the first plain prompt (kept in the binding);
 * maps the engine's Activities to HostEvents for the renderer and the
   ``agy_host_render_event`` hook: a tool call sent twice stays one card, a
   turn that streamed nothing still shows its response, usage is reported as
@@ -49,7 +51,7 @@ from agy_host.contract.events import (
     UsageActivity,
 )
 from agy_host.contract.prompt import PromptBlock, prompt_text
-from agy_host.contract.prompt_parts import PromptContext
+from agy_host.contract.prompt_parts import PromptContext, is_slash_command
 from agy_host.contract.run_context import TurnContext
 from agy_host.contract.tools import HostTool, ToolResult
 from agy_host.contract.turn_result import ToolResultSink, TurnLayerError, TurnResult, exit_code_for
@@ -73,6 +75,15 @@ EventSink = Callable[[HostEvent], None]
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
+
+
+def held_back(text: str) -> str:
+    """The notice of a conversation whose system block waits for its first plain prompt."""
+    command = text.split(maxsplit=1)[0]
+    return (
+        f"{command} goes to the agent alone, as typed (a slash command); the system prompt and "
+        "AGENTS.md go with the next message of this conversation"
+    )
 
 
 def _with_own_config(
@@ -204,7 +215,9 @@ class TurnLayer:
         if self.parked:
             raise TurnLayerError("a turn is parked on a host tool call; continue or abort it first")
         self._failed_hooks = set()
-        late = self.roundtrips.take_late_results() if self.roundtrips is not None else []
+        slash = is_slash_command(prompt_text(list(prompt)))
+        # a slash command goes alone: late results wait for the next plain prompt
+        late = self.roundtrips.take_late_results() if self.roundtrips is not None and not slash else []
         if late:
             prompt = with_late_results(prompt, late)
         key = self.engine.store_key(session)
@@ -220,7 +233,7 @@ class TurnLayer:
         mode = mode or cfg.mode or None
         request = TurnRequest(
             session=session,
-            prompt=self._prompt(session, list(prompt), cwd=cwd, binding=binding, late=bool(late)),
+            prompt=self._prompt(turn, list(prompt), late=bool(late), slash=slash),
             cwd=cwd,
             conversation_id=binding.conversation_id if binding else None,
             model=model or cfg.model or None,
@@ -264,6 +277,8 @@ class TurnLayer:
         self.emit(started)
         if started_notice is not None:
             self.emit(started_notice)
+        if turn.system_held_back:  # said once, when a conversation starts with a command
+            self.emit(Notice(level="info", message=held_back(prompt_text(list(prompt))), code="slash-command"))
         return await self._read(turn)
 
     @_with_own_config
@@ -379,10 +394,11 @@ class TurnLayer:
             nursery.cancel_scope.cancel()
         return result
 
-    def _prompt(
-        self, session: str, prompt: list[PromptBlock], *, cwd: str, binding: SessionBinding | None, late: bool = False
-    ) -> list[PromptBlock]:
+    def _prompt(self, turn: TurnState, prompt: list[PromptBlock], *, late: bool, slash: bool) -> list[PromptBlock]:
+        session, cwd, binding = turn.session, turn.cwd, turn.binding
         new = binding is None
+        # system parts go with the conversation's first plain prompt
+        due = binding is None or binding.system_pending
         text = prompt_text(prompt)
 
         def start_failed(plugin: str, exc: BaseException) -> None:
@@ -404,8 +420,10 @@ class TurnLayer:
             session=session,
             engine=self.engine.ENGINE_NAME,
             cwd=cwd,
-            new_conversation=new,
+            new_conversation=due,
             user_text=text,
+            slash_command=slash,
+            conversation_id=binding.conversation_id if binding is not None else None,
             config=self.config,
         )
 
@@ -416,13 +434,22 @@ class TurnLayer:
             )
 
         parts = self.plugins.prompt_parts(ctx, on_error=failed)
+        if slash:
+            # Agents run a prompt as a command only when its first text starts
+            # with it: nothing goes in front. The system block waits for the
+            # first plain prompt, unless the engine carries it out of band.
+            out_of_band = self.engine.capabilities.system_out_of_band
+            system = [p for p in parts if p.where == "system" and p.text] if due else []
+            turn.system_pending = due and not out_of_band
+            turn.system_held_back = bool(system) and new and not out_of_band
+            parts = system if out_of_band else []
         if late:  # a late delivery carries tool results, not a digest
             parts = [p for p in parts if p.where != "context"]
         if not parts:
             return prompt
         suffix = f"{session}/{binding.last_message_count if binding else 0}-{utc_now()}"
         return assemble_prompt(
-            parts, prompt, new_conversation=new, resources=self.engine.capabilities.resources, uri_suffix=suffix
+            parts, prompt, new_conversation=due, resources=self.engine.capabilities.resources, uri_suffix=suffix
         )
 
     # -- reading ---------------------------------------------------------------------
@@ -564,6 +591,7 @@ class TurnLayer:
             cwd=turn.cwd,
             updated_at=utc_now(),
             last_message_count=count,
+            system_pending=turn.system_pending,
         )
         try:
             self.store.set(turn.key, binding)

@@ -67,7 +67,14 @@ class HarnessEngine(Engine):
 
     @property
     def capabilities(self) -> EngineCapabilities:
-        return EngineCapabilities(reports_usage=True, plan_mode=False, images=True, resources=True, load_session=True)
+        return EngineCapabilities(
+            reports_usage=True,
+            plan_mode=False,
+            images=True,
+            resources=True,
+            load_session=True,
+            system_out_of_band=True,
+        )
 
     def agent_label(self) -> str:
         return "localharness"

@@ -106,7 +106,12 @@ class PromptRun:
     def _main(self) -> None:
         response: dict[str, Any] | None
         try:
-            self.run_steps(self.agent.scenario.steps_for(self.agent.take_prompt_index()))
+            command = self.agent.scenario.command_steps(self.params.get("prompt"))
+            if command is not None:
+                self.agent.log.event("slash-command", id=self.request_id, command=command[0])
+                self.run_steps(command[1])
+            else:
+                self.run_steps(self.agent.scenario.steps_for(self.agent.take_prompt_index()))
             response = self._result("end_turn")
         except _Cancelled:
             self.agent.log.event("prompt-cancelled", id=self.request_id)

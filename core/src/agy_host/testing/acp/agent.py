@@ -33,6 +33,9 @@ Scenario format (JSON object, or the same as TOML)::
     auth_methods       [{id, name, description}]
     prompt_capabilities {image, audio, embeddedContext}
     load_session       true                          agentCapabilities.loadSession
+    slash_commands     {NAME: [steps]}               a prompt whose first block is text
+                                                     starting with /NAME plays these
+                                                     steps instead (a command)
     agent_capabilities {}                            merged over agentCapabilities
                                                      (sessionCapabilities resume, list,
                                                      delete turn session/resume, list,

@@ -362,6 +362,11 @@ class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         default_factory=lambda: {"image": True, "audio": False, "embeddedContext": True}
     )
     load_session: bool = True
+    #: The agent's own commands, by name: a prompt whose *first* content
+    #: block is text starting with ``/NAME`` plays these steps instead of the
+    #: prompt's (as claude-agent-acp and codex-acp run theirs); a ``/NAME``
+    #: anywhere else is plain text.
+    slash_commands: dict[str, list[Step]] = {}
     #: Extra keys merged over ``agentCapabilities``.
     agent_capabilities: dict[str, Any] = {}
     listed_sessions: list[dict[str, Any]] = []
@@ -408,6 +413,16 @@ class Scenario(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     session_updates: list[dict[str, Any]] = []
     #: A file counting prompts across processes of this agent ("": per process).
     prompt_counter: str = ""
+
+    def command_steps(self, prompt: Any) -> tuple[str, list[Step]] | None:
+        """The command a prompt runs (its name and steps), when its first
+        block is text starting with ``/NAME`` of one of :attr:`slash_commands`."""
+        first = prompt[0] if isinstance(prompt, list) and prompt else None
+        if not isinstance(first, dict) or first.get("type") != "text" or not isinstance(first.get("text"), str):
+            return None
+        text = first["text"]
+        name = text[1:].split(maxsplit=1)[0] if text[:1] == "/" and text[1:2].strip() else ""
+        return (name, self.slash_commands[name]) if name in self.slash_commands else None
 
     def steps_for(self, index: int) -> list[Step]:
         """Steps of the ``index``-th prompt (0-based); the last list repeats."""
@@ -522,6 +537,8 @@ def build_scenario(raw: Mapping[str, Any]) -> Scenario:
         if not isinstance(prompts, list):
             raise ScenarioError(f"'prompts' must be a list of step lists, got {prompts!r}")
         data["prompts"] = [normalize_steps(p) for p in prompts]
+    if isinstance(data.get("slash_commands"), dict):
+        data["slash_commands"] = {k: normalize_steps(v) for k, v in data["slash_commands"].items()}
     try:
         return msgspec.convert(data, Scenario)
     except msgspec.ValidationError as exc:

@@ -216,6 +216,15 @@ BUILTIN: dict[str, dict[str, Any]] = {
             {"error": {"code": -32603, "message": "Internal error", "data": {"details": "fake failure"}}},
         ],
     },
+    "slash": {
+        "description": "a prompt whose first block starts with /context, /compact or /review runs it as a "
+        "command ('ran /NAME: ' and the prompt's text, as claude-agent-acp and codex-acp do); "
+        "any other prompt is echoed",
+        "slash_commands": {
+            name: [{"echo": f"ran /{name}: "}, {"stop": "end_turn"}] for name in ("context", "compact", "review")
+        },
+        "prompt": [{"echo": True}, {"stop": "end_turn"}],
+    },
 }
 
 __all__ = ["BUILTIN"]
