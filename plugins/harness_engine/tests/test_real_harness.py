@@ -329,6 +329,19 @@ def test_a_slash_command_is_the_users_text_verbatim_and_the_system_prompt_still_
     assert "ALWAYS BE BRIEF" not in json.dumps(plain["body"]["contents"])
 
 
+def test_the_system_prompt_goes_in_the_config_also_behind_a_digest(hhome: HarnessHome) -> None:
+    """The digest (a context resource) comes before the prompt's text, which
+    the system block opens: the block still leaves the user's input."""
+    entry = TranscriptEntry(v=1, ts="t", role="user", text="what does main do?", engine="acp", conversation_id="o")
+    append_entries("t12d", [entry], hhome.env)
+    model = hhome.serve(one_turn([{"echo": True}]))
+    ok(hhome.turn("t12d", "hi", "--digest", "--system-prompt", "ALWAYS BE BRIEF"))
+    [request] = model.requests()
+    assert "ALWAYS BE BRIEF" in json.dumps(request["body"]["systemInstruction"])
+    said = json.dumps(request["body"]["contents"])
+    assert "ALWAYS BE BRIEF" not in said and "what does main do?" in said, said
+
+
 def test_inactivity_halts_the_harness_and_the_next_turn_works(hhome: HarnessHome) -> None:
     hhome.configure(turn={"inactivity_minutes": 2.0 / 60})
     hhome.serve({"turns": [[[{"text": "partial "}, {"hang": True}]], [[{"text": "fine"}]]]})

@@ -20,9 +20,12 @@ from agy_host.engine.turn import TurnFailed
 
 
 def split_system(blocks: list[PromptBlock]) -> tuple[str, list[PromptBlock]]:
-    """(the system block or "", the other blocks)."""
-    if blocks and isinstance(blocks[0], TextBlock):
-        text = blocks[0].text
+    """(the system block or "", the other blocks). The block opens the
+    prompt's text, which follows the host's context resources (the digest)."""
+    texts = [(i, b) for i, b in enumerate(blocks) if isinstance(b, TextBlock)]
+    if texts:
+        i, first = texts[0]
+        text = first.text
         if text.startswith(SYSTEM_PREAMBLE):
             end = text.find(SYSTEM_END)
             if end >= 0:
@@ -31,7 +34,7 @@ def split_system(blocks: list[PromptBlock]) -> tuple[str, list[PromptBlock]]:
                 # the separator that joined the block to the rest goes with the block
                 rest = rest[len(PROMPT_SEPARATOR) :] if rest.startswith(PROMPT_SEPARATOR) else rest.lstrip("\n")
                 tail: list[PromptBlock] = [TextBlock(text=rest)] if rest.strip() else []
-                return block, [*tail, *blocks[1:]]
+                return block, [*blocks[:i], *tail, *blocks[i + 1 :]]
     return "", list(blocks)
 
 
