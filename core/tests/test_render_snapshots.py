@@ -174,6 +174,19 @@ SCRIPTS: dict[str, list[HostEvent]] = {
         _plan(),  # the agent dropped its plan
         TurnEnded(stop_reason="stop", duration_s=3.0),
     ],
+    # A call retitled while it runs (claude-agent-acp: "Edit", then the file)
+    # is drawn again; one resent unchanged is not.
+    "retitled": [
+        TurnStarted(session="s5", engine="acp"),
+        ToolCard(call_id="r1", name="edit", status="started", kind="edit", title="Edit"),
+        ToolCard(call_id="r1", name="edit", status="started", kind="edit", title="Edit src/app.ts"),
+        ToolCard(call_id="r2", name="execute", status="started", kind="execute", title="Preparing command…"),
+        ToolCard(call_id="r1", name="edit", status="started", kind="edit", title="Edit src/app.ts"),
+        ToolCard(call_id="r2", name="execute", status="started", kind="execute", title="make build"),
+        ToolCard(call_id="r2", name="execute", status="failed", kind="execute", title="make build", error="exit 2"),
+        ToolCard(call_id="r1", name="edit", status="done", kind="edit", title="Edit src/app.ts", duration_s=0.4),
+        TurnEnded(stop_reason="stop", duration_s=1.0),
+    ],
     "endings": [
         TurnStarted(session="s3", engine="acp", sandbox=True),
         TextDelta(delta="partial"),

@@ -174,6 +174,8 @@ PLANS: dict[str, Plan] = {
     "load-fails": _plan(_TURN | {("response", "session/load")}),
     "park": _plan(_TURN, settings={"sleep_scale": 0.05}),
     "tool-diff": _plan(_TURN),
+    "claude-edit": _plan(_TURN | {("request", "session/request_permission")}),
+    "gemini-tools": _plan(_TURN | {("request", "session/request_permission")}),
     "crash-mid-turn": _plan(_HANDSHAKE | {("notification", "session/update")}, turns=1),
     "hang-initialize": _plan(set(), turns=1, acp={"initialize_timeout_seconds": 1.0}),
     "exit-before-initialize": _plan(set(), turns=1),

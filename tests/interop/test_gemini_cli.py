@@ -115,7 +115,29 @@ def test_the_policy_answers_the_gemini_cli_and_it_acts_on_the_answer(case: str, 
     assert (rig.workdir / "made").exists() is made, ctx
     assert run.text == ("PERMITTED" if made else "DENIED"), f"the model was told the wrong outcome\n{ctx}"
     assert run.returncode == code and run.events[-1]["exit_code"] == code, ctx
+    # No tool_call precedes the request: the card is the request's, titled by it (refused: none).
+    cards = [(c["status"], c["kind"], c.get("title")) for c in run.of_type("tool")]
+    assert cards == ([("started", "execute", "touch made"), ("done", "execute", "touch made")] if made else []), ctx
     validate_tee_log(run.wire, where="gemini-cli wire")
+    rig.close(ctx)
+
+
+def test_the_gemini_cli_tool_cards_carry_their_titles(rig: Rig) -> None:
+    """A read the Gemini CLI does not ask about (``tool_call``, then its
+    end), then ``write_todos``, whose kind is ``other`` and which it asks
+    about first: each card has its own title, the second neither titled
+    ``other`` nor taken for the read before it."""
+    (rig.workdir / "a.txt").write_text("one\n")
+    todos = {"todos": [{"description": "ship it", "status": "pending"}]}
+    rig.serve(
+        [{"call": {"name": "read_file", "args": {"file_path": str(rig.workdir / "a.txt")}}}],
+        [{"call": {"name": "write_todos", "args": todos}}],
+        [{"text": "ok"}],
+    )
+    run = rig.run("plan")
+    ctx = run.context
+    done = [(c["kind"], c.get("title")) for c in run.of_type("tool") if c["status"] == "done"]
+    assert done == [("read", "a.txt"), ("other", "Set 1 todo(s)")], ctx
     rig.close(ctx)
 
 

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from agy_host.contract.events import (
@@ -23,7 +25,7 @@ from agy_host_acp import schema as s
 from agy_host_acp.events import UpdateMapper, outcome_for, prompt_usage, tool_name
 
 
-def upd(obj: dict[str, object]) -> s.Update:
+def upd(obj: Mapping[str, object]) -> s.Update:
     return s.decode_session_update(json.dumps({"sessionId": "x", "update": obj}).encode())[1]
 
 
@@ -145,7 +147,9 @@ def test_content_text_wins_over_raw_output_and_failed_maps_to_error() -> None:
     m.map(upd({"sessionUpdate": "tool_call", "toolCallId": "b", "title": "Running run_command"}))
     m.mark_denied("b")
     err = m.map(upd({"sessionUpdate": "tool_call_update", "toolCallId": "b", "status": "failed"}))
-    assert err == ToolErrorActivity(call_id="b", name="run_command", message="tool failed", denied=True)
+    assert err == ToolErrorActivity(
+        call_id="b", name="run_command", message="tool failed", denied=True, title="Running run_command"
+    )
 
 
 def test_usage_commands_unknown_and_garbage() -> None:
@@ -306,3 +310,91 @@ def test_the_golden_plan_maps_to_a_checklist() -> None:
             PlanEntry(content="Identify potential type issues", status="pending", priority="medium"),
         ]
     )
+
+
+# -- card titles: the ones real agents were seen sending (issue 24) -------------------------------
+
+
+def asked(call: Mapping[str, object]) -> s.PermissionToolCall:
+    """A permission request's ``toolCall``, decoded as the connection does."""
+    return msgspec.convert(call, s.PermissionToolCall)
+
+
+def test_a_new_title_updates_the_card_while_the_call_runs() -> None:
+    """claude-agent-acp titles an edit "Edit" while its input streams, then
+    "Edit src/app.ts": the card follows, and its end carries the title."""
+    m = UpdateMapper()
+    first = m.map(upd({"sessionUpdate": "tool_call", "toolCallId": "e", "title": "Edit", "kind": "edit"}))
+    assert isinstance(first, ToolStartActivity) and first.title == "Edit"
+    retitled = m.map(upd({"sessionUpdate": "tool_call_update", "toolCallId": "e", "title": "Edit src/app.ts"}))
+    assert isinstance(retitled, ToolStartActivity)
+    assert (retitled.call_id, retitled.kind, retitled.title) == ("e", "edit", "Edit src/app.ts")
+    assert m.map(upd({"sessionUpdate": "tool_call_update", "toolCallId": "e", "title": "Edit src/app.ts"})) is None
+    done = m.map(upd({"sessionUpdate": "tool_call_update", "toolCallId": "e", "status": "completed"}))
+    assert isinstance(done, ToolDoneActivity) and done.title == "Edit src/app.ts"
+    late = {"sessionUpdate": "tool_call_update", "toolCallId": "e", "title": "Edited", "locations": [{"path": "/a"}]}
+    assert m.map(upd(late)) is None, "after its end a call's card is not started again"
+
+
+def test_a_repeated_tool_call_with_a_new_title_updates_the_card() -> None:
+    m = UpdateMapper()
+    call = {"sessionUpdate": "tool_call", "toolCallId": "p", "title": "Preparing file…", "kind": "edit"}
+    assert isinstance(m.map(upd(call)), ToolStartActivity)
+    again = m.map(upd({**call, "title": "Write notes.md"}))
+    assert isinstance(again, ToolStartActivity) and again.title == "Write notes.md"
+    failed = m.map(upd({"sessionUpdate": "tool_call_update", "toolCallId": "p", "status": "failed"}))
+    assert isinstance(failed, ToolErrorActivity) and failed.title == "Write notes.md"
+
+
+def test_a_call_first_seen_in_its_permission_request_takes_the_requests_name_and_title() -> None:
+    """The Gemini CLI sends no tool_call for a call it asks about: the request
+    starts the card once allowed, with its title and kind; the end finds that
+    call (not the last one started) and, when it has no title, keeps the
+    request's."""
+    m = UpdateMapper()
+    read = {"sessionUpdate": "tool_call", "toolCallId": "r", "title": "a.txt", "kind": "read", "status": "in_progress"}
+    m.map(upd(read))
+    m.map(upd({**read, "sessionUpdate": "tool_call_update", "status": "completed"}))
+    todos = {"toolCallId": "w", "status": "pending", "title": "Set 1 todo(s)", "content": [], "kind": "other"}
+    started = m.permission_asked(asked(todos), allowed=True)
+    assert isinstance(started, ToolStartActivity)
+    assert (started.call_id, started.name, started.kind, started.title) == ("w", "other", "other", "Set 1 todo(s)")
+    done = m.map(upd({"sessionUpdate": "tool_call_update", "toolCallId": "w", "status": "completed", "kind": "other"}))
+    assert isinstance(done, ToolDoneActivity)
+    assert (done.name, done.kind, done.title) == ("other", "other", "Set 1 todo(s)"), "not the read before it"
+    shell = {"toolCallId": "x", "title": "make build", "kind": "execute"}
+    assert isinstance(m.permission_asked(asked(shell), allowed=True), ToolStartActivity)
+    failed = m.map(
+        upd(
+            {
+                "sessionUpdate": "tool_call_update",
+                "toolCallId": "x",
+                "status": "failed",
+                "kind": "execute",
+                "content": [{"type": "content", "content": {"type": "text", "text": "spawn make ENOENT"}}],
+            }
+        )
+    )
+    assert isinstance(failed, ToolErrorActivity)
+    assert (failed.title, failed.message) == ("make build", "spawn make ENOENT")
+
+
+def test_a_refused_call_first_seen_in_its_request_starts_no_card() -> None:
+    """Refused, the Gemini CLI never reports the call: no card is left "started"."""
+    m = UpdateMapper()
+    assert (
+        m.permission_asked(asked({"toolCallId": "x", "title": "rm -rf build", "kind": "execute"}), allowed=False)
+        is None
+    )
+    ended = m.map(upd({"sessionUpdate": "tool_call_update", "toolCallId": "x", "status": "failed"}))
+    assert isinstance(ended, ToolErrorActivity) and ended.title == "rm -rf build"
+
+
+def test_a_known_call_without_a_title_takes_the_requests_title() -> None:
+    m = UpdateMapper()
+    assert isinstance(m.map(upd({"sessionUpdate": "tool_call", "toolCallId": "k", "kind": "other"})), ToolStartActivity)
+    retitled = m.permission_asked(asked({"toolCallId": "k", "title": "Set 1 todo(s)"}), allowed=False)
+    assert isinstance(retitled, ToolStartActivity) and retitled.title == "Set 1 todo(s)"
+    titled = {"sessionUpdate": "tool_call", "toolCallId": "t", "title": "Run create_file?", "kind": "edit"}
+    m.map(upd(titled))
+    assert m.permission_asked(asked({"toolCallId": "t", "title": "Create probe.txt?"}), allowed=True) is None

@@ -122,10 +122,12 @@ async def test_htui_agy_1_1_1_three_turn_updates(tmp_path: Path) -> None:
         request=None,
     )
     starts = [a for a in acts if isinstance(a, ToolStartActivity)]
-    # the pending create_file call is sent twice verbatim: one card, not two
-    assert [(s.call_id, s.name, s.kind) for s in starts] == [
-        ("call_688829", "client_view_file", "read"),
-        ("6d81335b45094e3ca3a5530d803c03ae", "client_create_file", "edit"),
+    # the pending create_file call is sent twice verbatim: one card, not two;
+    # its in_progress update retitles the card ("Run ...?" -> "Running ...")
+    assert [(s.call_id, s.name, s.kind, s.title) for s in starts] == [
+        ("call_688829", "client_view_file", "read", "Running client_view_file"),
+        ("6d81335b45094e3ca3a5530d803c03ae", "client_create_file", "edit", "Run client_create_file?"),
+        ("6d81335b45094e3ca3a5530d803c03ae", "client_create_file", "edit", "Running client_create_file"),
     ]
     assert starts[1].diff is not None and starts[1].diff.path == "/scratch/htui-agy-probe.txt"
     done = [a for a in acts if isinstance(a, ToolDoneActivity)]

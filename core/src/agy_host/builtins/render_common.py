@@ -118,6 +118,13 @@ def tool_label(card: ToolCard) -> str:
     return card.title or card.name or card.call_id
 
 
+def card_face(card: ToolCard) -> tuple[str, str]:
+    """What a card's line shows that can change: its status and its label.
+    A card sent again with the same face is not drawn again; a new title
+    (the agent named the call better) is."""
+    return card.status, tool_label(card)
+
+
 def is_edit(card: ToolCard) -> bool:
     return card.diff is not None or card.kind == "edit"
 
@@ -211,6 +218,7 @@ __all__ = [
     "PLAN_BOXES",
     "UsageTally",
     "args_preview",
+    "card_face",
     "command_line",
     "command_names",
     "command_usage",

@@ -33,6 +33,7 @@ from agy_host.builtins.render_common import (
     SANDBOX_NOTICE,
     UsageTally,
     args_preview,
+    card_face,
     command_names,
     edit_label,
     fmt_duration,
@@ -135,7 +136,8 @@ class RichRenderer:
         self._last_preview = 0.0
         #: The card whose line is the last one printed (can be redrawn in place).
         self._last_card: str | None = None
-        self._cards: dict[str, str] = {}
+        #: Status and label drawn per tool call (:func:`card_face`).
+        self._cards: dict[str, tuple[str, str]] = {}
         self._thought: list[str] = []
         self._thought_started = 0.0
         #: The whole text of the last finished thinking block.
@@ -246,10 +248,11 @@ class RichRenderer:
     # -- cards ---------------------------------------------------------------------------------
 
     def _card(self, card: ToolCard) -> None:
-        if self._cards.get(card.call_id) == card.status:
+        face = card_face(card)
+        if self._cards.get(card.call_id) == face:
             return
         first = card.call_id not in self._cards
-        self._cards[card.call_id] = card.status
+        self._cards[card.call_id] = face
         icon, colour = _ICONS.get(card.status, ("•", ""))
         parts: list[tuple[str, str]] = [
             ("  ", ""),
@@ -423,7 +426,8 @@ class RichRenderer:
     def state(self) -> dict[str, Any]:
         """What the renderer shows right now (for tests and ``/doctor``)."""
         with self._lock:
-            return {"busy": self._busy, "cards": dict(self._cards), "transient": self._transient}
+            cards = {call_id: face[0] for call_id, face in self._cards.items()}
+            return {"busy": self._busy, "cards": cards, "transient": self._transient}
 
 
 __all__ = ["CARD_UP", "CLEAR_LINE", "SILENCE_S", "RichRenderer", "diff_style"]

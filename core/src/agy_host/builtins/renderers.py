@@ -22,6 +22,7 @@ from agy_host.builtins.render_common import (
     SANDBOX_NOTICE,
     UsageTally,
     args_preview,
+    card_face,
     command_names,
     edit_label,
     fmt_duration,
@@ -86,9 +87,10 @@ class TextRenderer:
         if self.diffs is not None:
             self.diffs.want()
         self._session = ""
-        #: Last status printed per tool call: agents resend the same call, and a
-        #: plain-text card is "updated in place" by not printing it again.
-        self._cards: dict[str, str] = {}
+        #: Last status and label printed per tool call: agents resend the same
+        #: call, and a plain-text card is "updated in place" by not printing it
+        #: again unless it changed.
+        self._cards: dict[str, tuple[str, str]] = {}
         self._thought: list[str] = []
         self._tally = UsageTally()
         #: The plan as last printed: it is printed again only when it changed.
@@ -124,9 +126,10 @@ class TextRenderer:
             self._side(f"[thinking] {words(text)} words (--verbose shows them)")
 
     def _card(self, card: ToolCard) -> None:
-        if self._cards.get(card.call_id) == card.status:
+        face = card_face(card)
+        if self._cards.get(card.call_id) == face:
             return
-        self._cards[card.call_id] = card.status
+        self._cards[card.call_id] = face
         details: list[str] = [card.status]
         if card.duration_s is not None:
             details.append(fmt_duration(card.duration_s))

@@ -142,7 +142,9 @@ class ThoughtActivity(_Event, tag="thought", kw_only=True):
 
 
 class ToolStartActivity(_Event, tag="tool_start", kw_only=True):
-    """The agent started (or asked to start) one of its own tools."""
+    """The agent started (or asked to start) one of its own tools. Sent again
+    for the same ``call_id`` when the call changed (a new title): the card is
+    updated in place."""
 
     call_id: str
     name: str
@@ -154,11 +156,13 @@ class ToolStartActivity(_Event, tag="tool_start", kw_only=True):
 
 
 class ToolDoneActivity(_Event, tag="tool_done", kw_only=True):
-    """One of the agent's own tools finished; ``diff`` is set for edits."""
+    """One of the agent's own tools finished; ``diff`` is set for edits.
+    ``title`` is the call's latest title (``""``: keep the card's)."""
 
     call_id: str
     name: str
     kind: str = "other"
+    title: str = ""
     args: dict[str, Any] = msgspec.field(default_factory=dict)
     output: str = ""
     diff: FileDiff | None = None
@@ -167,12 +171,13 @@ class ToolDoneActivity(_Event, tag="tool_done", kw_only=True):
 
 
 class ToolErrorActivity(_Event, tag="tool_error", kw_only=True):
-    """One of the agent's own tools failed."""
+    """One of the agent's own tools failed; ``title`` as for :class:`ToolDoneActivity`."""
 
     call_id: str
     name: str
     message: str
     denied: bool = False
+    title: str = ""
 
 
 class UsageActivity(_Event, tag="usage", kw_only=True):

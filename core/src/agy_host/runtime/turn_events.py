@@ -116,6 +116,7 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
                 output=activity.output,
                 args=activity.args,
                 kind=activity.kind,
+                title=activity.title,
                 diff=activity.diff,
             )
         case ToolErrorActivity():
@@ -127,6 +128,7 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
                 now,
                 status="denied" if activity.denied else "failed",
                 error=activity.message,
+                title=activity.title,
             )
         case UsageActivity():
             turn.usage = merge_usage(turn.usage, activity.turn)
@@ -218,6 +220,7 @@ def _tool_end(
     error: str = "",
     args: dict[str, Any] | None = None,
     kind: str = "other",
+    title: str = "",
     diff: FileDiff | None = None,
 ) -> None:
     known = turn.cards.get(call_id)
@@ -227,6 +230,7 @@ def _tool_end(
         name=name or base.name,
         status=status,
         kind=kind if kind != "other" else base.kind,
+        title=title or base.title,
         args=args or base.args,
         output=output,
         error=error,

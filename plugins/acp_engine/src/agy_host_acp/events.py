@@ -8,7 +8,15 @@ One :class:`UpdateMapper` per turn holds the little state the mapping needs:
   card, and so a completion carries the name, arguments and diff of its start;
 * the last started tool, adopted by a completion under an id never seen (the
   server's "supersede" quirk: an approved call reports failure while the real
-  edit completes under another id).
+  edit completes under another id);
+* the calls the agent asked permission for (:meth:`UpdateMapper.permission_asked`):
+  the Gemini CLI sends no ``tool_call`` for those, only the request and then
+  the call's end, so the request names and titles the card.
+
+A call's card follows its title: a ``tool_call_update`` (or a repeated
+``tool_call``) with a new title updates the card while the call runs
+(claude-agent-acp titles an edit "Edit" first, then "Edit src/app.ts"), and
+its end carries the latest title.
 
 Names come from ``_meta.mcp.tool`` (the clean MCP tool name), else the title
 ("Running edit_file" -> ``edit_file``), else the kind. Arguments are
@@ -98,14 +106,45 @@ def _raw_text(raw: Any) -> str:
 
 
 class _Tool:
-    __slots__ = ("args", "diff", "kind", "name", "title")
+    __slots__ = ("args", "diff", "ended", "kind", "locations", "name", "title")
 
-    def __init__(self, name: str, kind: str, title: str, args: dict[str, Any], diff: FileDiff | None) -> None:
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        title: str,
+        args: dict[str, Any],
+        diff: FileDiff | None,
+        *,
+        locations: list[str] | None = None,
+    ) -> None:
         self.name = name
         self.kind = kind
         self.title = title
         self.args = args
         self.diff = diff
+        self.locations = locations or []
+        #: The agent reported the call's end: later updates change no card.
+        self.ended = False
+
+    def start(self, call_id: str) -> ToolStartActivity:
+        """The call's card as it stands (a first start, or an update in place)."""
+        return ToolStartActivity(
+            call_id=call_id,
+            name=self.name,
+            kind=self.kind,
+            title=self.title,
+            args=self.args,
+            locations=self.locations,
+            diff=self.diff,
+        )
+
+    def retitle(self, title: str | None, call_id: str) -> ToolStartActivity | None:
+        """Take a new title; the card's update when it changed while the call runs."""
+        if not title or title == self.title:
+            return None
+        self.title = title
+        return None if self.ended else self.start(call_id)
 
 
 _STATUSES = frozenset({"pending", "in_progress", "completed"})
@@ -317,30 +356,47 @@ class UpdateMapper:
         diff = first_diff(update.content)
         known = self._tools.get(call_id)
         if known is not None:
-            known.title = update.title or known.title
             known.diff = diff or known.diff
             if update.raw_input:
                 known.args = tool_args(update.raw_input)
             self._last = known
-            return None
+            return known.retitle(update.title, call_id)
         tool = _Tool(
             name=tool_name(update),
             kind=update.kind or "other",
             title=update.title or "",
             args=tool_args(update.raw_input),
             diff=diff,
+            locations=[loc.path for loc in update.locations or ()],
         )
         self._tools[call_id] = tool
         self._last = tool
-        return ToolStartActivity(
-            call_id=call_id,
-            name=tool.name,
-            kind=tool.kind,
-            title=tool.title,
-            args=tool.args,
-            locations=[loc.path for loc in update.locations or ()],
-            diff=diff,
+        return tool.start(call_id)
+
+    def permission_asked(self, call: s.PermissionToolCall, *, allowed: bool) -> ToolStartActivity | None:
+        """The agent asked permission for ``call`` (answered: ``allowed``).
+
+        A call never seen is kept, named and titled by the request, so its
+        updates find it (the Gemini CLI sends no ``tool_call`` before its
+        requests, and titles only some of their ends); once allowed, its card
+        starts now. A known call without a title takes the request's. Returns
+        the card to show or update, if any."""
+        call_id = call.tool_call_id
+        known = self._tools.get(call_id)
+        if known is not None:
+            return None if known.title else known.retitle(call.title, call_id)
+        tool = _Tool(
+            name=tool_name(call),
+            kind=call.kind or "other",
+            title=call.title or "",
+            args=tool_args(call.raw_input),
+            diff=first_diff(call.content),
         )
+        self._tools[call_id] = tool
+        if not allowed:
+            return None  # the agent may never report it: no card left "started"
+        self._last = tool
+        return tool.start(call_id)
 
     def _tool_update(self, update: s.ToolCallUpdate) -> Activity | None:
         call_id = update.tool_call_id
@@ -348,18 +404,25 @@ class UpdateMapper:
         diff = first_diff(update.content)
         if tool is None and update.status in {"completed", "failed"}:
             tool = self._last  # the supersede quirk: adopt the last started call
+        status = update.status
+        ends = status in {"completed", "failed"}
+        retitled = None
         if tool is not None:
-            if update.title:
-                tool.title = update.title
             if diff is not None:
                 tool.diff = diff
-        status = update.status
+            if ends:
+                tool.title = update.title or tool.title
+                tool.ended = True
+            else:
+                retitled = tool.retitle(update.title, call_id)
+        title = tool.title if tool else (update.title or "")
         if status == "completed":
             output = content_text(update.content) or _raw_text(update.raw_output)
             return ToolDoneActivity(
                 call_id=call_id,
                 name=tool.name if tool else tool_name(update),
                 kind=tool.kind if tool else (update.kind or "other"),
+                title=title,
                 args=tool.args if tool else tool_args(update.raw_input),
                 output=output,
                 diff=tool.diff if tool else diff,
@@ -372,8 +435,9 @@ class UpdateMapper:
                 name=tool.name if tool else tool_name(update),
                 message=message,
                 denied=call_id in self._denied,
+                title=title,
             )
-        return None
+        return retitled
 
 
 def prompt_usage(result: s.PromptResult) -> UsageCounts | None:

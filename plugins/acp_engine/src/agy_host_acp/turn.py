@@ -122,7 +122,8 @@ class Turn(EngineTurn):
                 option_id=None, policy=decision.policy, reason=f"policy chose unknown option {decision.option_id!r}"
             )
         chosen = next((o for o in options if o.option_id == decision.option_id), None)
-        if chosen is None or chosen.kind.startswith("reject"):
+        refused = chosen is None or chosen.kind.startswith("reject")
+        if refused:
             self.permissions_denied += 1
             if not question:
                 self.mapper.mark_denied(tc.tool_call_id)
@@ -137,6 +138,9 @@ class Turn(EngineTurn):
                 is_question=question,
             )
         )
+        card = None if question else self.mapper.permission_asked(tc, allowed=not refused)
+        if card is not None:
+            self.handle.emit(card)
         self.timers.touch()
         if decision.option_id is None:
             return {"outcome": {"outcome": "cancelled"}}

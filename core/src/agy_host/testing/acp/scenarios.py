@@ -49,6 +49,37 @@ def _plan(*statuses: str) -> dict[str, Any]:
     return {"plan": [{"content": c, "priority": p, "status": st} for (c, p), st in zip(steps, statuses, strict=True)]}
 
 
+#: claude-agent-acp 0.48's Edit of one line of ``/w/src/app.ts`` (its Edit
+#: tool's ``old_string``/``new_string``: a fragment, no final newline).
+_CLAUDE_EDIT = "toolu_01EditAppTs"
+_CLAUDE_FRAGMENT: dict[str, Any] = {
+    "type": "diff",
+    "path": "/w/src/app.ts",
+    "oldText": "const value = 1;",
+    "newText": "const value = 2;",
+}
+_CLAUDE_INPUT = {"file_path": "/w/src/app.ts", "old_string": "const value = 1;", "new_string": "const value = 2;"}
+#: The Gemini CLI 0.61's permission options.
+_GEMINI_OPTIONS: list[dict[str, Any]] = [
+    {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+    {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+]
+
+
+def _gemini_asked(call_id: str, title: str, kind: str, end: dict[str, Any]) -> dict[str, Any]:
+    """A Gemini CLI call that asks first: no ``tool_call``, the request, then (allowed) its end."""
+    call = {"toolCallId": call_id, "status": "pending", "title": title, "content": [], "locations": [], "kind": kind}
+    end = {"toolCallId": call_id, "kind": kind, **end}
+    return {
+        "permission": {
+            "tool_call": call,
+            "options": _GEMINI_OPTIONS,
+            "branches": {"allow": [{"tool_call_update": end}]},
+        }
+    }
+
+
 def _answered(text: str) -> list[dict[str, Any]]:
     return [
         {
@@ -157,6 +188,135 @@ BUILTIN: dict[str, dict[str, Any]] = {
             {"tool_call": _TOOL_DIFF_PENDING},
             {"tool_call_update": {"toolCallId": "33eb71a04aae4d4c9b85081f20ab5169", "status": "in_progress"}},
             {"tool_call_update": {"toolCallId": "<session>:7", "status": "completed", "rawOutput": "Create probe.txt"}},
+            {"chunk": "DONE"},
+            {"stop": "end_turn"},
+        ],
+    },
+    "claude-edit": {
+        "description": "claude-agent-acp's Edit: a card titled 'Edit', retitled 'Edit src/app.ts', its diff the "
+        "edited line without a final newline; permission; completed, then the hunk; EDITED (denied: DENIED)",
+        "prompt": [
+            {
+                "tool_call": {
+                    "toolCallId": _CLAUDE_EDIT,
+                    "title": "Edit",
+                    "kind": "edit",
+                    "status": "pending",
+                    "content": [],
+                    "locations": [],
+                    "_meta": {"claudeCode": {"toolName": "Edit"}},
+                }
+            },
+            {
+                "tool_call_update": {
+                    "toolCallId": _CLAUDE_EDIT,
+                    "title": "Edit src/app.ts",
+                    "locations": [{"path": "/w/src/app.ts"}],
+                }
+            },
+            {
+                "tool_call_update": {
+                    "toolCallId": _CLAUDE_EDIT,
+                    "content": [_CLAUDE_FRAGMENT],
+                    "rawInput": _CLAUDE_INPUT,
+                }
+            },
+            {
+                "permission": {
+                    "tool_call": {
+                        "toolCallId": _CLAUDE_EDIT,
+                        "title": "Edit src/app.ts",
+                        "content": [_CLAUDE_FRAGMENT],
+                        "rawInput": _CLAUDE_INPUT,
+                    },
+                    "options": [
+                        {"optionId": "allow_always", "name": "Always Allow", "kind": "allow_always"},
+                        {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+                    ],
+                    "branches": {
+                        "allow": [
+                            {
+                                "tool_call_update": {
+                                    "toolCallId": _CLAUDE_EDIT,
+                                    "status": "completed",
+                                    "rawOutput": "The file /w/src/app.ts has been updated successfully.",
+                                }
+                            },
+                            {
+                                "tool_call_update": {
+                                    "toolCallId": _CLAUDE_EDIT,
+                                    "content": [
+                                        {
+                                            "type": "diff",
+                                            "path": "/w/src/app.ts",
+                                            "oldText": "line 1\nconst value = 1;\nline 3",
+                                            "newText": "line 1\nconst value = 2;\nline 3",
+                                        }
+                                    ],
+                                    "locations": [{"path": "/w/src/app.ts", "line": 1}],
+                                }
+                            },
+                            {"chunk": "EDITED"},
+                        ],
+                        "*": [
+                            {
+                                "tool_call_update": {
+                                    "toolCallId": _CLAUDE_EDIT,
+                                    "status": "failed",
+                                    "content": [
+                                        {"type": "content", "content": {"type": "text", "text": "User refused."}}
+                                    ],
+                                }
+                            },
+                            {"chunk": "DENIED"},
+                        ],
+                    },
+                }
+            },
+            {"stop": "end_turn"},
+        ],
+    },
+    "gemini-tools": {
+        "description": "the Gemini CLI 0.61's tool calls: a read it does not ask about (tool_call, then its end); "
+        "two it asks about first, with no tool_call (the request's title names them; the failed one's end "
+        "has none); DONE",
+        "prompt": [
+            {
+                "tool_call": {
+                    "toolCallId": "read_file__read_file_1_0",
+                    "status": "in_progress",
+                    "title": "a.txt",
+                    "content": [],
+                    "locations": [{"path": "/w/a.txt"}],
+                    "kind": "read",
+                }
+            },
+            {
+                "tool_call_update": {
+                    "toolCallId": "read_file__read_file_1_0",
+                    "status": "completed",
+                    "title": "a.txt",
+                    "content": [],
+                    "locations": [{"path": "/w/a.txt"}],
+                    "kind": "read",
+                }
+            },
+            _gemini_asked(
+                "write_todos__write_todos_2_0",
+                "Set 1 todo(s)",
+                "other",
+                {"status": "completed", "title": "Set 1 todo(s)", "content": [], "locations": []},
+            ),
+            _gemini_asked(
+                "run_shell_command__run_shell_command_3_0",
+                "make build",
+                "execute",
+                {
+                    "status": "failed",
+                    "content": [{"type": "content", "content": {"type": "text", "text": "spawn make ENOENT"}}],
+                },
+            ),
             {"chunk": "DONE"},
             {"stop": "end_turn"},
         ],
