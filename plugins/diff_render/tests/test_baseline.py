@@ -13,6 +13,7 @@ import pytest
 from agy_host.contract.events import FileDiff, ToolCard
 from agy_host_diff_render.baseline import Baseline
 from agy_host_diff_render.hooks import DiffRenderer
+from agy_host_diff_render.unified import NO_NEWLINE
 
 pytestmark = pytest.mark.skipif(
     subprocess.run(["git", "--version"], capture_output=True, check=False).returncode != 0, reason="git not installed"
@@ -130,6 +131,19 @@ def test_an_acp_diff_is_used_as_the_agent_sent_it(repo: Path) -> None:
     start(r, repo)
     card = edit("/elsewhere/f.txt", diff=FileDiff(path="/elsewhere/f.txt", old_text="a\n", new_text="b\n"))
     assert body(r.render(card, str(repo))) == ["-1   │ a", "+  1 │ b"]
+
+
+def test_an_acp_fragment_is_diffed_in_its_file(repo: Path) -> None:
+    """claude-agent-acp sends the edited text only, without a final newline:
+    the diff shows it in the file (which ends in a newline), with the
+    file's line numbers and no "No newline at end of file"."""
+    r = DiffRenderer()
+    start(r, repo)
+    (repo / "a.txt").write_text("one\nTWO\n")  # the agent's edit
+    card = edit(repo / "a.txt", diff=FileDiff(path=str(repo / "a.txt"), old_text="two", new_text="TWO"))
+    diff = r.render(card, str(repo))
+    assert diff is not None and NO_NEWLINE not in diff
+    assert body(diff) == ["-2   │ two", "+  2 │ TWO"]
 
 
 def test_git_is_only_read(repo: Path) -> None:

@@ -88,6 +88,30 @@ def test_acp_edit_shows_a_numbered_diff(env: dict[str, str], repo: Path, fake_ac
 
 
 @pytest.mark.skipif("acp" not in ENGINES, reason="the ACP engine is not installed")
+def test_a_claude_edit_fragment_is_shown_in_its_file(
+    env: dict[str, str], tmp_path: Path, fake_acp_agent: Callable[..., Any]
+) -> None:
+    """claude-agent-acp's diff is the edited line alone, without a final
+    newline (the fake's ``claude-edit``, moved to a real file that ends in
+    one): the diff shows it at its line, and never "No newline at end of file"."""
+    import json
+
+    from agy_host.testing.acp.scenarios import BUILTIN
+    from agy_host_diff_render.unified import NO_NEWLINE
+
+    app = tmp_path / "src" / "app.ts"
+    app.parent.mkdir()
+    app.write_text("line 1\nconst value = 2;\nline 3\n")  # as the agent's edit left it
+    scenario = json.loads(json.dumps(BUILTIN["claude-edit"]).replace("/w/src/app.ts", str(app)))
+    proc = run(env | {"AGY_HOST_ENGINE": "acp"}, tmp_path, "--agent", fake_acp_agent(scenario).command_line, "go")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    assert "  -2   │ const value = 1;" in lines and "  +  2 │ const value = 2;" in lines, proc.stderr
+    assert "   1 1 │ line 1" in lines, proc.stderr
+    assert NO_NEWLINE not in proc.stderr
+
+
+@pytest.mark.skipif("acp" not in ENGINES, reason="the ACP engine is not installed")
 def test_without_the_plugin_edits_are_labels(
     env: dict[str, str], repo: Path, fake_acp_agent: Callable[..., Any]
 ) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from agy_host_diff_render.unified import NO_NEWLINE, unified_diff
+import pytest
+
+from agy_host_diff_render.unified import NO_NEWLINE, unified_diff, whole_texts
 
 
 def test_a_changed_line_with_numbers_and_context() -> None:
@@ -52,3 +54,52 @@ def test_separate_hunks() -> None:
     new = old.replace("3\n", "three\n", 1).replace("35\n", "thirty-five\n")
     hunks = [line for line in unified_diff(old, new, "x").split("\n") if line.startswith("@@")]
     assert hunks == ["@@ -1,7 +1,7 @@", "@@ -33,7 +33,7 @@"]
+
+
+#: claude-agent-acp's Edit: the replaced line and its replacement, neither
+#: ending in a newline, in a file that ends in one.
+FILE_AFTER = "line 1\nconst value = 2;\nline 3\n"
+
+
+def test_a_fragment_is_put_back_in_its_file() -> None:
+    old, new, whole = whole_texts("const value = 1;", "const value = 2;", FILE_AFTER)
+    assert (old, new, whole) == ("line 1\nconst value = 1;\nline 3\n", FILE_AFTER, True)
+    diff = unified_diff(old, new, "src/app.ts", file_ends=whole).split("\n")
+    assert diff[2:] == [
+        "@@ -1,3 +1,3 @@",
+        " 1 1 │ line 1",
+        "-2   │ const value = 1;",
+        "+  2 │ const value = 2;",
+        " 3 3 │ line 3",
+    ]
+    assert NO_NEWLINE not in diff
+
+
+def test_the_marker_stays_when_the_file_really_lacks_a_final_newline() -> None:
+    old, new, whole = whole_texts("b", "B", "a\nB")
+    assert unified_diff(old, new, "x", file_ends=whole).split("\n")[-4:] == [
+        "-2   │ b",
+        NO_NEWLINE,
+        "+  2 │ B",
+        NO_NEWLINE,
+    ]
+    # whole texts are whole: the agy and Gemini CLI shape
+    assert whole_texts("a\nb", "a\nB", "a\nB") == ("a\nb", "a\nB", True)
+
+
+@pytest.mark.parametrize(
+    "now",
+    [
+        None,  # the file is not here (a remote agent, deleted since)
+        "x = 2;\nx = 2;\n",  # the fragment is there twice: its place is not known
+        "changed again\n",  # not there at all
+    ],
+)
+def test_a_fragment_that_cannot_be_placed_has_no_marker(now: str | None) -> None:
+    old, new, whole = whole_texts("x = 1;", "x = 2;", now)
+    assert (old, new, whole) == ("x = 1;", "x = 2;", False)
+    assert unified_diff(old, new, "x", file_ends=whole).split("\n")[2:] == [
+        "@@ -1,1 +1,1 @@",
+        "-1   │ x = 1;",
+        "+  1 │ x = 2;",
+    ]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from agy_host import hookimpl
 from agy_host.contract.events import HostEvent, ToolCard, TurnEnded
 from agy_host_diff_render.baseline import Baseline, read_text
-from agy_host_diff_render.unified import unified_diff
+from agy_host_diff_render.unified import unified_diff, whole_texts
 
 if TYPE_CHECKING:
     from agy_host.contract.diagnostics import DiagnosticReport
@@ -94,15 +94,19 @@ class DiffRenderer:
             return None
         baseline = self._baseline(cwd)
         path = self.resolve(raw, cwd)
+        whole = True
+        old: str | None
+        new: str | None
         if card.diff is not None and card.diff.old_text is not None:
-            old: str | None = card.diff.old_text
+            # The agent's own texts: whole files, or the fragment it edited.
+            old, new, whole = whole_texts(card.diff.old_text, card.diff.new_text, read_text(path))
         else:
             old = baseline.before(path)
-        new = card.diff.new_text if card.diff is not None else read_text(path)
+            new = card.diff.new_text if card.diff is not None else read_text(path)
         if card.diff is None and new is None and old is None:
             return f"(no such file: {display_path(path, baseline.cwd)})"
         baseline.shown(path, new)
-        return unified_diff(old, new, display_path(path, baseline.cwd))
+        return unified_diff(old, new, display_path(path, baseline.cwd), file_ends=whole)
 
 
 class DiffPlugin:

@@ -15,6 +15,9 @@ old and the new line number, then the text::
 Line numbers are what a unified diff lacks for a person reading it in a
 terminal; the cap keeps a rewrite of a large file from scrolling the answer
 away ("… N more lines" says what was left out).
+
+An agent may describe an edit by its fragment instead of the whole file
+(:func:`whole_texts` puts it back in its place when it can).
 """
 
 from __future__ import annotations
@@ -45,9 +48,12 @@ def unified_diff(
     *,
     max_lines: int = MAX_LINES,
     context: int = CONTEXT,
+    file_ends: bool = True,
 ) -> str:
     """The diff from ``old`` to ``new`` (``None``: the file did not exist /
-    no longer exists); ``""`` when nothing changed."""
+    no longer exists); ``""`` when nothing changed. ``file_ends=False``: the
+    texts are fragments, whose last line is not the file's, so no
+    "No newline at end of file"."""
     if new is not None and is_binary(new):
         return "(binary file; diff skipped)"
     if old is not None and is_binary(old):
@@ -71,7 +77,30 @@ def unified_diff(
                 out.extend(_row("-", k + 1, None, a[k], width))
             for k in range(b1, b2):
                 out.extend(_row("+", None, k + 1, b[k], width))
+    if not file_ends:
+        out = [line for line in out if line != NO_NEWLINE]
     return cap(out, max_lines)
+
+
+def whole_texts(old: str, new: str, now: str | None) -> tuple[str, str, bool]:
+    """An agent's old and new text of an edit as whole files, given ``now``,
+    the file after the edit (``None``: unreadable); and whether they are
+    whole (``False``: fragments that could not be placed, or the file is
+    unknown).
+
+    ACP's ``diff`` content carries whole files, but claude-agent-acp sends
+    the edit itself (its Edit tool's ``old_string``/``new_string``), which
+    rarely ends in a newline. A new text that is not the file is such a
+    fragment: found exactly once in the file, it is put back in its place,
+    so the diff has the file's line numbers and says "No newline at end of
+    file" only when the file lacks one; otherwise it is shown as it is,
+    and where the file ends is not known.
+    """
+    if now == new:
+        return old, new, True
+    if now is not None and new and now.count(new) == 1:
+        return now.replace(new, old, 1), now, True
+    return old, new, False
 
 
 def _range(start: int, end: int) -> str:
@@ -97,4 +126,4 @@ def cap(lines: list[str], max_lines: int = MAX_LINES) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["CONTEXT", "MAX_LINES", "NO_NEWLINE", "cap", "is_binary", "unified_diff"]
+__all__ = ["CONTEXT", "MAX_LINES", "NO_NEWLINE", "cap", "is_binary", "unified_diff", "whole_texts"]
