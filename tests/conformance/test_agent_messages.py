@@ -184,6 +184,8 @@ PLANS: dict[str, Plan] = {
     "plan": _plan(_TURN | {("response", "session/load")}),
     "flood": _plan(_TURN, settings={"flood_count": 200}),
     "prompt-error": _plan(_TURN),
+    # plain prompts only here: its commands run from a prompt's first block (core/tests/test_prompt_delivery.py)
+    "slash": _plan(_TURN),
 }
 
 
