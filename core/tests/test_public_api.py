@@ -4,8 +4,8 @@
   adding one is a decision (edit the list), removing one breaks users.
 * Core's top level stays small (at most ten modules), and its rooms say who
   may import them: ``contract/``, ``engine/``, ``service/`` and
-  ``testing/`` are public; ``runtime/``, ``cli/``, ``builtins/``, the plugin
-  manager and ``api._*`` are private.
+  ``testing/`` are public; ``runtime/``, ``keeper/``, ``cli/``, ``builtins/``,
+  the plugin manager and ``api._*`` are private.
 * No plugin in this repository (nor the plugin template) imports a private
   core module: what a plugin needs must be public first.
 """
@@ -97,7 +97,7 @@ EXPORTS = [
 
 PUBLIC_ROOMS = ("contract", "engine", "service", "testing")
 PUBLIC_MODULES = {"config", "hookspecs", "exit_codes", "fsutil", "entry_points", "api", "api.errors"}
-PRIVATE_PREFIXES = ("runtime", "cli", "builtins", "plugins", "api._")
+PRIVATE_PREFIXES = ("runtime", "cli", "builtins", "plugins", "api._", "keeper")
 
 
 def test_the_exports_are_pinned() -> None:

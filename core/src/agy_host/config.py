@@ -42,6 +42,9 @@ class TurnConfig(msgspec.Struct, kw_only=True):
     max_tokens: int = 0
     #: Stop a turn when the cost the agent reports crosses this (0: no limit).
     max_cost: float = 0.0
+    #: A named session's agent stays alive this long after a turn, so the next
+    #: command's turn runs on it warm (docs/sessions.md); 0 turns warm agents off.
+    keep_alive_minutes: float = 5.0
 
 
 class AcpProfile(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -217,6 +220,7 @@ ENV_OVERRIDES: dict[str, str] = {
     "AGY_HOST_PERMISSIONS": "permissions.policy",
     "AGY_HOST_TIMEOUT_MINUTES": "turn.timeout_minutes",
     "AGY_HOST_INACTIVITY_MINUTES": "turn.inactivity_minutes",
+    "AGY_HOST_KEEP_ALIVE_MINUTES": "turn.keep_alive_minutes",
     "AGY_ACP_BIN": "acp.bin",
     "AGY_HOST_AGENT": "acp.agent",
     "AGY_HOST_ASK_FALLBACK": "permissions.ask_fallback",

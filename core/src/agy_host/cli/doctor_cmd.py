@@ -75,6 +75,7 @@ def build_report(host: Host) -> DiagnosticReport:
     if engine is not None:
         _probe(engine, report)
     _session_rows(host, engine, report)
+    _warm_rows(host, report)
     _last_run_rows(host, report)
     rendering_rows(host, report)
     host.plugins.diagnostics(report)
@@ -151,6 +152,30 @@ def _session_rows(host: Host, engine: Engine | None, report: DiagnosticReport) -
     if engine is not None:
         names = host.session_names(engine)
         sec.add(f"on {engine.ENGINE_NAME}", ", ".join(names[-5:]) + (" ..." if len(names) > 5 else "") or "none")
+
+
+def _warm_rows(host: Host, report: DiagnosticReport) -> None:
+    """The keeper and its warm agents (asked, never started: doctor starts nothing)."""
+    import trio
+
+    from agy_host.keeper import wire
+    from agy_host.keeper.client import request
+
+    sec = report.section("warm agents")
+    minutes = host.config.turn.keep_alive_minutes
+    sec.add("keep alive", f"{minutes:g} min after a named session's turn" if minutes > 0 else "off (0)")
+    try:
+        reply = trio.run(request, host, wire.Status())
+    except Exception as exc:
+        sec.add("keeper", f"could not be asked: {type(exc).__name__}: {exc}", "warn")
+        return
+    if not isinstance(reply, wire.StatusReply):
+        sec.add("keeper", "not running (nothing is warm)")
+        return
+    sec.add("keeper", f"pid {reply.keeper_pid}, build {reply.build}")
+    for info in reply.sessions:
+        doing = "running a turn" if info.turn_running else f"idle {info.idle_s:.0f}s of {info.keep_alive_s:.0f}s"
+        sec.add(info.session, f"{info.engine} ({info.agent}), agent pid {info.agent_pid or '-'}, {doing}")
 
 
 def _last_run_rows(host: Host, report: DiagnosticReport) -> None:

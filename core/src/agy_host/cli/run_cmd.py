@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from agy_host.cli.state import CliState
     from agy_host.contract.rendering import RendererFactory
     from agy_host.engine.base import Engine
+    from agy_host.keeper.client import RemoteRuntime
     from agy_host.runtime.host import Host
     from agy_host.runtime.turn_layer import TurnResult
 
@@ -97,6 +98,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         max_tokens: opt.MaxTokens = None,
         max_cost: opt.MaxCost = None,
         trace: opt.Trace = None,
+        keep_alive: opt.KeepAlive = None,
         files: opt.Files = None,
         images: opt.Images = None,
     ) -> None:
@@ -148,12 +150,13 @@ def _early_exit(opts: RunOptions, message: str, code: int) -> NoReturn:
 async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.runtime.session import SessionRuntime, describe_error
+    from agy_host.runtime.session import SessionRuntime, describe_error, say_stderr
     from agy_host.runtime.signals import CommandSignals
 
     renderer, diffs = opt.build_renderer(host, opts, factory)
     result: TurnResult | None = None
     error = ""
+    return_code: int | None = None
     session: SessionRuntime | None = None
     settings = opts.settings()
     interrupted = False
@@ -164,18 +167,58 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
             interrupted = True
             watcher.cancel_scope.cancel()
 
-        signals = CommandSignals(lambda: session, before_the_turn)
+        remote: RemoteRuntime | None = None
+        signals = CommandSignals(lambda: remote or session, before_the_turn)
         await watcher.start(signals.watch)
+        blocks = opts.blocks or [TextBlock(text=opts.prompt)]
         try:
-            async with SessionRuntime.open(
-                host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, exit_on_third_interrupt=True
-            ) as session:
+            keep = keep_alive_s(host, opts)
+            if keep > 0:
+                from agy_host.keeper.client import (
+                    KeeperGone,
+                    KeeperRefused,
+                    KeeperUnavailable,
+                    RemoteRuntime,
+                    run_request,
+                )
+
+                remote = RemoteRuntime(host, sink=renderer.handle, say=say_stderr)
+                request = run_request(
+                    host,
+                    opts.session,
+                    blocks,
+                    cwd=opts.cwd,
+                    settings=settings,
+                    keep_alive_s=keep,
+                    no_wait=bool(getattr(opts, "no_wait", False)),
+                    system_prompt=opts.system_prompt,
+                    digest=opts.digest,
+                    draws_diffs=diffs.wanted,
+                    trace=opts.trace,
+                )
                 try:
-                    blocks = opts.blocks or [TextBlock(text=opts.prompt)]
-                    result = await session.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
+                    result = await remote.turn(opts.session, request)
+                    if result is None:
+                        interrupted = True
+                    return_code = None
+                except KeeperUnavailable as exc:
+                    host.warn(f"warm agents are not available ({exc}); this turn runs without one")
+                    remote = None
+                except KeeperRefused as exc:
+                    error, return_code = str(exc), exc.code
+                except KeeperGone as exc:
+                    error = f"{exc}; the session binding is kept, the next command starts the agent again"
                 finally:
-                    signals.leaving = True
-                    session.write_last_run(opts.session, result)
+                    signals.leaving = remote is not None
+            if remote is None:
+                async with SessionRuntime.open(
+                    host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, exit_on_third_interrupt=True
+                ) as session:
+                    try:
+                        result = await session.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
+                    finally:
+                        signals.leaving = True
+                        session.write_last_run(opts.session, result)
         except Exception as exc:
             error = describe_error(exc)
         finally:
@@ -191,10 +234,22 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
     elif interrupted:
         print("agy-host: interrupted", file=sys.stderr, flush=True)
     code = result.exit_code if result is not None else (ExitCode.ERROR if error else ExitCode.INTERRUPTED)
+    if return_code is not None and result is None:
+        code = return_code
     code = signals.exit_code(code)
     if opts.fmt == "json":
         _print_done(opts, result, code, error)
     return code
+
+
+def keep_alive_s(host: Host, opts: RunOptions) -> float:
+    """How long the session's agent stays warm after this command (seconds):
+    ``--keep-alive``, else the config's for a named session; a generated
+    (unnamed) session is not kept unless asked."""
+    minutes = opts.keep_alive_min
+    if minutes is None:
+        minutes = 0.0 if opts.generated_session else host.config.turn.keep_alive_minutes
+    return max(0.0, float(minutes)) * 60.0
 
 
 def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: str) -> None:

@@ -33,6 +33,11 @@ SESSIONS_HELP = """Host sessions: their agent conversations (per engine) and tra
 `run --session NAME` and `chat --session NAME` continue a session's agent
 conversation on the selected engine; `--resume` fails (exit 4) unless it
 exists. Switching engine keeps each engine's own conversation.
+
+After a turn of `run --session NAME` the agent stays warm for
+turn.keep_alive_minutes (5; `--keep-alive MINUTES`, 0 turns it off): the
+next command on the session runs on it with no start-up. `status` shows the
+warm agents, `cancel NAME` stops a running turn, `stop NAME|--all` ends them.
 """
 
 
@@ -113,10 +118,12 @@ def _format_entry(entry: TranscriptEntry) -> list[str]:
 
 def register(app: typer.Typer, state: CliState) -> None:
     from agy_host.cli.agent_sessions import register_agent_commands
+    from agy_host.cli.warm_cmds import register_warm_commands
 
     sessions = typer.Typer(help=SESSIONS_HELP, no_args_is_help=True)
     app.add_typer(sessions, name="sessions")
     register_agent_commands(sessions, state)
+    register_warm_commands(sessions, state)
 
     @sessions.command("list", help="List host sessions: engines, agent conversations, last use, cwd, turns.")
     def sessions_list(fmt: FormatOption = "text") -> None:

@@ -124,6 +124,16 @@ Trace = Annotated[
         metavar="FILE",
     ),
 ]
+KeepAlive = Annotated[
+    float | None,
+    typer.Option(
+        "--keep-alive",
+        help="Keep the session's agent alive MINUTES after the turn, so the next command on it runs warm "
+        "(default: turn.keep_alive_minutes, 5, for a named --session; 0: the agent ends with the command).",
+        metavar="MINUTES",
+        min=0,
+    ),
+]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also show the agent's thinking.")]
 Files = Annotated[list[str] | None, typer.Option("--file", help="Attach a file (repeatable).", metavar="PATH")]
 Images = Annotated[list[str] | None, typer.Option("--image", help="Attach an image (repeatable).", metavar="PATH")]
@@ -135,6 +145,10 @@ class TurnOptions(msgspec.Struct, kw_only=True):
     session: str
     generated_session: bool = False
     resume: bool = False
+    #: ``--no-wait``: a session busy in another command fails the turn (exit 7).
+    no_wait: bool = False
+    #: ``--keep-alive MINUTES``; ``None``: the config's for a named session, none for a generated one.
+    keep_alive_min: float | None = None
     engine: str | None = None
     agent: str | None = None
     model: str | None = None
@@ -211,6 +225,7 @@ def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
         "answers": str(given["answers"]) if given.get("answers") else None,
         "add_dirs": _dirs(given.get("add_dir") or []),
         "trace": _trace(given.get("trace")),
+        "keep_alive_min": given.get("keep_alive"),
     }
 
 
@@ -351,6 +366,7 @@ __all__ = [
     "Engine",
     "Files",
     "Images",
+    "KeepAlive",
     "Inactivity",
     "Model",
     "Permissions",

@@ -16,7 +16,8 @@ from pathlib import Path
 def isolated_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment for an ``agy-host`` *subprocess* living in ``home``:
     this process's variables minus every ``AGY_*``, ``XDG_*`` and pytest
-    one, with HOME and the XDG base dirs inside ``home``, plus ``extra``.
+    one, with HOME and the XDG base dirs inside ``home``, warm agents off
+    (``AGY_HOST_KEEP_ALIVE_MINUTES=0``), plus ``extra``.
     (The ``agy_host_home`` fixture does the same to this process.)"""
     out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
     out.update(
@@ -24,6 +25,9 @@ def isolated_env(home: Path, **extra: str) -> dict[str, str]:
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_STATE_HOME=str(home / ".local" / "state"),
         XDG_CACHE_HOME=str(home / ".cache"),
+        # Cold unless a test asks for warm agents: a named session would
+        # otherwise leave a keeper behind for minutes after each test.
+        AGY_HOST_KEEP_ALIVE_MINUTES="0",
     )
     out.update(extra)
     return out

@@ -1,0 +1,23 @@
+"""Warm agents across commands: the keeper and its clients.
+
+A named session's agent stays alive between ``agy-host`` commands in one
+long-lived process per user, the *keeper*, which owns a
+:class:`~agy_host.runtime.session.SessionRuntime` per warm session. Commands
+become its clients over a Unix socket in a private directory: they send the
+turn, render the events that come back, and answer what only they can
+answer (permission requests and questions: their terminal, their rules,
+their program's callbacks). See docs/sessions.md.
+
+| module | holds |
+|---|---|
+| ``wire.py`` | the frames both sides speak: typed msgspec structs, length-prefixed, size-bounded |
+| ``place.py`` | where the socket, the lock and the log live (0700 directory, per version) |
+| ``warm.py`` | one warm session in the keeper: its host, runtime and the relay to the attached client |
+| ``server.py`` | the keeper process: accept, check the peer, serve turns, status, stop, cancel; idle expiry |
+| ``client.py`` | the command side: find or start the keeper, run a turn through it, status, stop, cancel |
+
+The session store stays the source of truth: a warm agent is a cache, and
+losing every warm process never loses a conversation binding.
+
+Private to core (like ``runtime``): plugins never import it.
+"""

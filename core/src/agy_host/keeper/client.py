@@ -1,0 +1,298 @@
+"""The command's side of a warm session: find (or start) the keeper, run a
+turn through it, and answer what only this command can answer.
+
+:class:`RemoteRuntime` stands where a
+:class:`~agy_host.runtime.session.SessionRuntime` stands in a cold command:
+``turn()`` runs one turn and returns its result, and Ctrl-C (SIGTERM,
+SIGHUP) reaches it through :meth:`RemoteRuntime.interrupt` exactly as it
+reaches a local runtime (abort, then stop waiting, then leave). Meanwhile the
+keeper's events go to this command's renderer, and its permission requests
+and questions to this command's broker: the policy, the ``--answers`` rules,
+the terminal and the program's callbacks of the command that runs the turn.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from agy_host.exit_codes import ExitCode
+from agy_host.keeper import place, wire
+
+if TYPE_CHECKING:
+    from agy_host.contract.events import HostEvent
+    from agy_host.runtime.host import Host
+    from agy_host.runtime.session import TurnSettings
+    from agy_host.runtime.turn_layer import TurnResult
+
+#: How long a command waits for a keeper it started to listen.
+START_TIMEOUT_S = 10.0
+
+
+class KeeperUnavailable(Exception):
+    """No keeper could be reached or started (the command runs cold)."""
+
+
+class KeeperRefused(Exception):
+    """The keeper would not serve the request; ``code`` is the exit code."""
+
+    def __init__(self, reason: str, code: int) -> None:
+        super().__init__(reason)
+        self.code = code
+
+
+class KeeperGone(Exception):
+    """The keeper ended while this command's turn ran."""
+
+
+def _where(env: dict[str, str] | os._Environ[str], state_dir: Path) -> tuple[Path, str]:
+    try:
+        directory = place.runtime_dir(env, state_dir)
+    except (place.PlaceError, OSError) as exc:
+        raise KeeperUnavailable(str(exc)) from exc
+    return directory, place.build_stamp()
+
+
+def _spawn(directory: Path, build: str, state_dir: Path) -> None:
+    """Start a keeper, detached: its own session, no terminal, output to the log."""
+    state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log = open(place.log_path(state_dir), "ab")  # noqa: SIM115 - handed to the child
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "agy_host.keeper", "--dir", str(directory), "--build", build],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+            cwd="/",
+        )
+    except OSError as exc:
+        raise KeeperUnavailable(f"could not start the keeper: {exc}") from exc
+    finally:
+        log.close()
+
+
+async def connect(host: Host, *, start: bool = True, command: str = "") -> wire.FrameStream:
+    """A greeted connection to this build's keeper; one is started when
+    none listens (unless ``start`` is false: then :class:`KeeperUnavailable`)."""
+    directory, build = _where(dict(host.env), host.state_dir)
+    path = place.socket_path(directory, build)
+    try:
+        stream = await trio.open_unix_socket(str(path))
+    except OSError:
+        if not start:
+            raise KeeperUnavailable("no keeper is running") from None
+        _spawn(directory, build, host.state_dir)
+        stream = await _wait_for(path)
+    frames = wire.FrameStream(stream)
+    await frames.send(wire.Hello(wire=wire.WIRE_VERSION, build=build, pid=os.getpid(), command=command))
+    raw = await frames.receive_raw()
+    answer = wire.decode_for_client(raw) if raw is not None else None
+    if isinstance(answer, wire.Refused):
+        await frames.aclose()
+        raise KeeperUnavailable(answer.reason)
+    if not isinstance(answer, wire.Welcome):
+        await frames.aclose()
+        raise KeeperUnavailable("the keeper did not greet back")
+    return frames
+
+
+async def _wait_for(path: Path) -> trio.SocketStream:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        try:
+            return await trio.open_unix_socket(str(path))
+        except OSError as exc:
+            if time.monotonic() >= deadline:
+                raise KeeperUnavailable(
+                    f"the keeper did not start listening within {START_TIMEOUT_S:g}s: {exc}"
+                ) from exc
+            await trio.sleep(0.02)
+
+
+async def request(host: Host, frame: wire.Status | wire.Stop | wire.Cancel) -> wire.ToClient | None:
+    """One control request to a running keeper; ``None`` when none runs."""
+    try:
+        frames = await connect(host, start=False, command="sessions")
+    except KeeperUnavailable:
+        return None
+    try:
+        await frames.send(frame)
+        raw = await frames.receive_raw()
+        return wire.decode_for_client(raw) if raw is not None else None
+    finally:
+        await frames.aclose()
+
+
+class RemoteRuntime:
+    """One command's turns on a warm session (see the module docstring)."""
+
+    def __init__(self, host: Host, *, sink: Callable[[HostEvent], None] | None, say: Callable[[str], None]) -> None:
+        self.host = host
+        self.sink = sink
+        self.say = say
+        self._frames: wire.FrameStream | None = None
+        self._nursery: trio.Nursery | None = None
+        self._interrupts = 0
+        #: The last turn ran on an agent that was already warm.
+        self.was_warm = False
+
+    @property
+    def running(self) -> bool:
+        return self._frames is not None
+
+    def interrupt(self, sig: signal.Signals | None = None) -> bool:
+        """Ctrl-C (or ``sig``): the keeper aborts the turn, then stops waiting;
+        a third leaves at once. ``False`` when no turn is running."""
+        frames, nursery = self._frames, self._nursery
+        if frames is None or nursery is None:
+            return False
+        self._interrupts += 1
+        what = "interrupting" if sig is None else f"{sig.name}: ending"
+        again = "Ctrl-C" if sig is None else sig.name
+        if self._interrupts == 1:
+            self.say(f"\nagy-host: {what} the turn ({again} again to stop waiting)")
+        elif self._interrupts == 2:
+            self.say("agy-host: not waiting for the agent any longer")
+        else:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            os._exit(128 + int(sig) if sig is not None else int(ExitCode.INTERRUPTED))
+        nursery.start_soon(self._send_quietly, wire.Interrupt(signal=sig.name if sig is not None else ""))
+        return True
+
+    async def _send_quietly(self, frame: wire.Interrupt) -> None:
+        frames = self._frames
+        if frames is not None:
+            try:
+                await frames.send(frame)
+            except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+                pass
+
+    async def turn(
+        self,
+        session: str,
+        request: wire.RunTurn,
+    ) -> TurnResult | None:
+        """Run ``request`` on the keeper; the result, or ``None`` when the
+        keeper stopped waiting for the agent (the second Ctrl-C)."""
+        frames = await connect(self.host, command=" ".join(sys.argv[:2]))
+        self._interrupts = 0
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self._frames = frames
+                await frames.send(request)
+                done = await self._read(frames, nursery)
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:
+            raise _single(group) from None
+        finally:
+            self._frames = None
+            self._nursery = None
+            await frames.aclose()
+        if done.error and done.result is None:
+            raise KeeperGone(done.error)
+        self.was_warm = done.warm
+        return done.result
+
+    async def _read(self, frames: wire.FrameStream, nursery: trio.Nursery) -> wire.TurnDone:
+        while True:
+            try:
+                raw = await frames.receive_raw()
+            except (wire.FrameError, trio.BrokenResourceError, OSError) as exc:
+                raise KeeperGone(f"the connection to the keeper broke: {exc}") from exc
+            if raw is None:
+                raise KeeperGone("the keeper holding the warm agent ended mid-turn")
+            frame = wire.decode_for_client(raw)
+            if isinstance(frame, wire.Event):
+                if self.sink is not None:
+                    self.sink(frame.event)
+            elif isinstance(frame, wire.Warning_):
+                self.host.warn(frame.message)
+            elif isinstance(frame, wire.AskPermission):
+                nursery.start_soon(self._permission, frames, frame)
+            elif isinstance(frame, wire.AskQuestion):
+                nursery.start_soon(self._question, frames, frame)
+            elif isinstance(frame, wire.TurnDone):
+                return frame
+            elif isinstance(frame, wire.Refused):
+                raise KeeperRefused(frame.reason, frame.code)
+
+    async def _permission(self, frames: wire.FrameStream, ask: wire.AskPermission) -> None:
+        decision = await self.host.decide_permission(ask.request)
+        await frames.send(wire.PermissionAnswer(id=ask.id, decision=decision))
+
+    async def _question(self, frames: wire.FrameStream, ask: wire.AskQuestion) -> None:
+        answer = await self.host.ask_question(ask.question)
+        await frames.send(wire.QuestionAnswer(id=ask.id, answer=answer))
+
+
+def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The keeper's own failure out of trio's exception group (``KeeperGone``,
+    ``KeeperRefused``), else the group as it is."""
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            found = _single(exc)
+            if found is not exc:
+                return found
+        elif isinstance(exc, KeeperGone | KeeperRefused):
+            return exc
+    return group
+
+
+def run_request(
+    host: Host,
+    session: str,
+    prompt: list,  # type: ignore[type-arg]
+    *,
+    cwd: str,
+    settings: TurnSettings,
+    keep_alive_s: float,
+    no_wait: bool = False,
+    system_prompt: str | None = None,
+    digest: bool | None = None,
+    draws_diffs: bool = False,
+    trace: str | None = None,
+) -> wire.RunTurn:
+    """The ``run`` frame for this command's host and turn."""
+    spec = wire.HostSpec(
+        env=dict(host.env),
+        engine=host.engine_flag,
+        agent=host.agent,
+        permissions=host.permissions_flag,
+        trace=trace,
+        system_prompt=system_prompt,
+        digest=digest,
+        draws_diffs=draws_diffs,
+    )
+    fields = {f: getattr(settings, f) for f in wire.Settings.__struct_fields__}
+    return wire.RunTurn(
+        session=session,
+        prompt=prompt,
+        cwd=cwd,
+        host=spec,
+        settings=wire.Settings(**fields),
+        keep_alive_s=keep_alive_s,
+        no_wait=no_wait,
+    )
+
+
+__all__ = [
+    "KeeperGone",
+    "KeeperRefused",
+    "KeeperUnavailable",
+    "RemoteRuntime",
+    "connect",
+    "request",
+    "run_request",
+]

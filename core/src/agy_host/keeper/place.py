@@ -1,0 +1,83 @@
+"""Where the keeper lives: a private directory, a socket and a lock per build.
+
+The directory is ``$XDG_RUNTIME_DIR/agy-host`` when the system gives one
+(a per-user tmpfs, gone at logout), else ``<state dir>/run``; it is created
+0700 and refused when another user owns it or others may write to it. In it,
+per build of agy-host (:func:`build_stamp`):
+
+* ``keeper-<build>.sock``: the socket (0600);
+* ``keeper-<build>.lock``: held (``flock``) by the live keeper for its whole
+  life, so a socket file without a lock holder is stale and is removed;
+* ``keeper.log`` (in the state dir): what keepers had to say.
+
+A directory whose socket path would be too long for the system (108 bytes)
+moves to ``/tmp/agy-host-<uid>-<hash of the state dir>``, with the same checks.
+
+A newer agy-host has another build stamp and so another socket: it never
+attaches to an older keeper's warm agents.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+#: Unix socket paths are limited to 107 bytes on Linux; a longer one falls back to /tmp.
+_MAX_SOCKET_PATH = 100
+
+
+class PlaceError(Exception):
+    """The keeper's directory cannot be used safely."""
+
+
+def build_stamp() -> str:
+    """``<version>-<hash>``: the version and a hash of core's installed code
+    location and modification time, so two checkouts or installs of the same
+    version never share a keeper either."""
+    from agy_host import __version__
+
+    here = Path(__file__).resolve().parent.parent
+    try:
+        mtime = max(p.stat().st_mtime_ns for p in here.rglob("*.py"))
+    except (OSError, ValueError):
+        mtime = 0
+    digest = hashlib.sha256(f"{here}:{mtime}".encode()).hexdigest()[:10]
+    return f"{__version__}-{digest}"
+
+
+def runtime_dir(env: Mapping[str, str], state_dir: Path) -> Path:
+    """The private directory (created 0700; checked)."""
+    base = env.get("XDG_RUNTIME_DIR", "").strip()
+    where = Path(base) / "agy-host" if base and Path(base).is_dir() else state_dir / "run"
+    if len(str(where)) + 40 > _MAX_SOCKET_PATH:
+        # too long for a socket path: a short one, still this state dir's own
+        tag = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
+        where = Path("/tmp") / f"agy-host-{os.getuid()}-{tag}"
+    where.mkdir(parents=True, exist_ok=True, mode=0o700)
+    info = where.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise PlaceError(f"{where} is not a directory of this user; warm agents are off")
+    if info.st_mode & 0o077:
+        try:
+            os.chmod(where, 0o700)
+        except OSError as exc:
+            raise PlaceError(f"{where} is open to other users and cannot be closed: {exc}") from exc
+    return where
+
+
+def socket_path(directory: Path, build: str) -> Path:
+    return directory / f"keeper-{build}.sock"
+
+
+def lock_path(directory: Path, build: str) -> Path:
+    return directory / f"keeper-{build}.lock"
+
+
+def log_path(state_dir: Path) -> Path:
+    return state_dir / "keeper.log"
+
+
+__all__ = ["PlaceError", "build_stamp", "lock_path", "log_path", "runtime_dir", "socket_path"]

@@ -1,0 +1,308 @@
+"""One warm session in the keeper: its host, its runtime, and the client the
+turn belongs to.
+
+A :class:`WarmSession` is built from the first command's :class:`HostSpec`
+(its environment, engine choice and overrides) and keeps its
+:class:`~agy_host.runtime.session.SessionRuntime` open between turns, so the
+next command's turn runs on the same live agent. Whatever only the command
+can decide is relayed to the client attached for the turn
+(:class:`Relay`): the host's events go to its renderer, permission requests
+and questions to its broker (its policy, rules, terminal and callbacks).
+With nobody attached (a client that went away mid-turn) a request is
+answered ``cancelled``, never by the keeper.
+
+:func:`profile_of` says when a warm session no longer fits a command: a
+different engine, agent, working directory, overrides or environment start
+cold, and the old warm agent ends.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import itertools
+import math
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+import trio
+
+from agy_host.contract.interactions import Answer, Question
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.keeper import wire
+from agy_host.runtime.host import Host
+
+if TYPE_CHECKING:
+    from agy_host.contract.events import HostEvent
+    from agy_host.runtime.session import SessionRuntime, TurnSettings
+    from agy_host.runtime.turn_layer import TurnResult
+
+#: Variables that change from shell to shell without changing what an agent
+#: sees: a difference in them does not make a warm agent cold.
+VOLATILE_ENV = frozenset(
+    {
+        "_",
+        "OLDPWD",
+        "PWD",
+        "SHLVL",
+        "COLUMNS",
+        "LINES",
+        "TERM",
+        "TERM_PROGRAM",
+        "TERM_PROGRAM_VERSION",
+        "COLORTERM",
+        "TMUX",
+        "TMUX_PANE",
+        "STY",
+        "WINDOW",
+        "WINDOWID",
+        "SSH_TTY",
+        "SSH_CLIENT",
+        "SSH_CONNECTION",
+        "PS1",
+        "PS2",
+        "PROMPT_COMMAND",
+        "HISTFILE",
+        "HISTSIZE",
+        "AGY_HOST_TTY",
+        "PYTEST_CURRENT_TEST",
+    }
+)
+
+
+def profile_of(name: str, cwd: str, spec: wire.HostSpec) -> str:
+    """A digest of everything that decides which agent a session gets: a
+    command whose profile differs from the warm session's starts cold."""
+    env = {k: v for k, v in spec.env.items() if k not in VOLATILE_ENV}
+    fixed = msgspec.structs.replace(spec, env=env)
+    blob = msgspec.json.encode({"session": name, "cwd": cwd, "host": fixed})
+    return hashlib.sha256(blob).hexdigest()
+
+
+class Relay:
+    """The client attached for one turn: events and warnings go out through
+    one writer task (batched, so a flood costs one write per scheduling
+    round), permission requests and questions go out and wait for their
+    answer, which :meth:`answered` delivers."""
+
+    def __init__(self, frames: wire.FrameStream, label: str) -> None:
+        self.frames = frames
+        self.label = label
+        self._out, self._queue = trio.open_memory_channel[Any](math.inf)
+        self._ids = itertools.count(1)
+        self._pending: dict[int, tuple[trio.Event, list[Any]]] = {}
+        #: The client went away (or its connection broke).
+        self.gone = trio.Event()
+        #: Nothing more is queued (the turn ended, or the client left).
+        self.closed = False
+
+    # -- out ---------------------------------------------------------------------------
+
+    def event(self, event: HostEvent) -> None:
+        if not self.closed:
+            self._out.send_nowait(wire.Event(event=event))
+
+    def warning(self, message: str) -> None:
+        if not self.closed:
+            self._out.send_nowait(wire.Warning_(message=message))
+
+    async def writer(self) -> None:
+        """Send what is queued, in order, until the relay closes."""
+        try:
+            async for frame in self._queue:
+                batch = [frame]
+                with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
+                    while len(batch) < 512:
+                        batch.append(self._queue.receive_nowait())
+                await self.frames.send(*batch)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            self.close()
+
+    def finish(self) -> None:
+        """The turn is over: the writer sends what is queued, then ends."""
+        self.closed = True
+        self._out.close()
+
+    # -- questions ---------------------------------------------------------------------
+
+    async def ask_permission(self, request: PermissionRequest) -> PermissionDecision:
+        got = await self._ask(lambda i: wire.AskPermission(id=i, request=request))
+        if isinstance(got, PermissionDecision):
+            return got
+        return PermissionDecision(
+            option_id=None, policy="keeper", reason=f"{self.label} left before answering; cancelled"
+        )
+
+    async def ask_question(self, question: Question) -> Answer:
+        got = await self._ask(lambda i: wire.AskQuestion(id=i, question=question))
+        if isinstance(got, Answer):
+            return got
+        return Answer(action="cancel", by="keeper", reason=f"{self.label} left before answering", unanswered=True)
+
+    async def _ask(self, make: Callable[[int], Any]) -> object:
+        if self.closed:
+            return None
+        ident = next(self._ids)
+        done = trio.Event()
+        box: list[Any] = []
+        self._pending[ident] = (done, box)
+        try:
+            self._out.send_nowait(make(ident))
+            await done.wait()
+        finally:
+            self._pending.pop(ident, None)
+        return box[0] if box else None
+
+    def answered(self, ident: int, value: object) -> None:
+        waiting = self._pending.get(ident)
+        if waiting is not None and not waiting[0].is_set():
+            waiting[1].append(value)
+            waiting[0].set()
+
+    def close(self) -> None:
+        """The client is gone: every open question is answered with nothing."""
+        self.gone.set()
+        for done, _ in list(self._pending.values()):
+            done.set()
+        self.finish()
+
+
+class RemoteHost(Host):
+    """A :class:`Host` whose person is elsewhere: permission requests and
+    questions go to the client attached for the turn."""
+
+    def __init__(self, relay: Callable[[], Relay | None], **kw: Any) -> None:
+        self._relay = relay
+        super().__init__(**kw)
+
+    async def decide_permission(self, request: PermissionRequest) -> PermissionDecision:
+        relay = self._relay()
+        if relay is None:
+            return PermissionDecision(option_id=None, policy="keeper", reason="no command is attached; cancelled")
+        return await relay.ask_permission(request)
+
+    async def ask_question(self, question: Question) -> Answer:
+        relay = self._relay()
+        if relay is None:
+            return Answer(action="cancel", by="keeper", reason="no command is attached", unanswered=True)
+        return await relay.ask_question(question)
+
+
+class WarmSession:
+    """A session's live runtime, held open between commands."""
+
+    def __init__(self, name: str, cwd: str, spec: wire.HostSpec, keep_alive_s: float) -> None:
+        self.name = name
+        self.cwd = cwd
+        self.spec = spec
+        self.profile = profile_of(name, cwd, spec)
+        self.keep_alive_s = keep_alive_s
+        self.relay: Relay | None = None
+        self.runtime: SessionRuntime | None = None
+        self.host: RemoteHost | None = None
+        self.turns = 0
+        self.last_used = time.monotonic()
+        self.turn_lock = trio.Lock()
+        self.model = ""
+        self._closing = trio.Event()
+        self._closed = trio.Event()
+
+    @property
+    def running(self) -> bool:
+        return self.turn_lock.locked()
+
+    @property
+    def idle_s(self) -> float:
+        return 0.0 if self.running else time.monotonic() - self.last_used
+
+    @property
+    def expired(self) -> bool:
+        return not self.running and self.idle_s >= self.keep_alive_s
+
+    @property
+    def alive(self) -> bool:
+        """The runtime is open and its agent (when started) still runs."""
+        if self.runtime is None or self._closing.is_set():
+            return False
+        snapshot = self.runtime.snapshot()
+        return snapshot is None or snapshot.state not in ("dead", "closed")
+
+    def agent_pid(self) -> int | None:
+        snapshot = self.runtime.snapshot() if self.runtime is not None else None
+        return snapshot.pid if snapshot is not None else None
+
+    async def hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Open the host and runtime, report ready, keep them until :meth:`close`."""
+        from agy_host.cli.turn_options import apply_overrides
+        from agy_host.contract.rendering import DiffSource
+        from agy_host.runtime.session import SessionRuntime
+
+        spec = self.spec
+        host = RemoteHost(
+            lambda: self.relay,
+            env=spec.env,
+            engine=spec.engine,
+            agent=spec.agent,
+            permissions=spec.permissions,
+            trace=spec.trace,
+            warn=self._warn,
+        )
+        apply_overrides(host, spec.system_prompt, spec.digest)
+        self.host = host
+        diffs = DiffSource(host.plugins.render_diff, self.cwd)
+        if spec.draws_diffs:
+            diffs.want()
+        try:
+            async with SessionRuntime.open(
+                host, cwd=self.cwd, sink=self._sink, say=_quiet, start=False, diffs=diffs
+            ) as runtime:
+                self.runtime = runtime
+                task_status.started()
+                await self._closing.wait()
+        finally:
+            self.runtime = None
+            host.close()
+            self._closed.set()
+
+    async def close(self) -> None:
+        """End the agent gracefully (session/close, then its process group)."""
+        self._closing.set()
+        with trio.CancelScope(shield=True), trio.move_on_after(10):
+            await self._closed.wait()
+
+    async def run(self, relay: Relay, request: wire.RunTurn, settings: TurnSettings) -> tuple[TurnResult | None, bool]:
+        """One turn with ``relay`` attached; ``(result, was_warm)``."""
+        assert self.runtime is not None
+        was_warm = self.runtime.layer is not None and self.alive
+        self.relay = relay
+        self.keep_alive_s = request.keep_alive_s
+        try:
+            result = await self.runtime.turn(request.session, request.prompt, cwd=request.cwd, settings=settings)
+        finally:
+            self.relay = None
+            self.turns += 1
+            self.last_used = time.monotonic()
+        if result is not None:
+            self.runtime.write_last_run(request.session, result)
+        if settings.model:
+            self.model = settings.model
+        return result, was_warm
+
+    def _sink(self, event: HostEvent) -> None:
+        relay = self.relay
+        if relay is not None:
+            relay.event(event)
+
+    def _warn(self, message: str) -> None:
+        relay = self.relay
+        if relay is not None:
+            relay.warning(message)
+
+
+def _quiet(_message: str) -> None:
+    """The runtime's own interrupt messages: the client says them where its user is."""
+
+
+__all__ = ["VOLATILE_ENV", "Relay", "RemoteHost", "WarmSession", "profile_of"]

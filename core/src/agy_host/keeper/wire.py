@@ -1,0 +1,319 @@
+"""The keeper's wire: typed frames over a Unix stream socket.
+
+Every frame is a 4-byte big-endian length and a msgspec JSON document, one
+of the tagged structs below (``kind``). Frames are size-bounded on both
+sides (:data:`MAX_FRAME`), decoded into their type or refused: a garbage or
+hostile peer gets an error and is dropped, never a crash of the keeper.
+
+The payloads are the host's own contract types (prompt blocks, host events,
+permission requests, questions, turn results), so nothing is translated.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import msgspec
+import trio
+
+from agy_host.contract.events import HostEvent
+from agy_host.contract.interactions import Answer, Question
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.prompt import PromptBlock
+from agy_host.contract.turn_result import TurnResult
+
+#: The wire's own version: a client and a keeper that differ never talk.
+WIRE_VERSION = 1
+#: Largest frame either side accepts (a prompt with images, a long answer).
+MAX_FRAME = 64 * 1024 * 1024
+_LENGTH = struct.Struct(">I")
+
+
+class _Frame(msgspec.Struct, tag_field="kind", kw_only=True, omit_defaults=True):
+    pass
+
+
+# -- client -> keeper ------------------------------------------------------------------
+
+
+class Hello(_Frame, tag="hello"):
+    """The first frame of every connection."""
+
+    wire: int
+    #: ``agy_host.__version__`` plus a stamp of the installed code: a keeper of
+    #: another build is never driven (:func:`agy_host.keeper.place.build_stamp`).
+    build: str
+    pid: int
+    command: str = ""
+
+
+class HostSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What the keeper needs to build the command's host for a session: the
+    same environment, engine choice and command-line overrides."""
+
+    env: dict[str, str]
+    engine: str | None = None
+    agent: str | None = None
+    permissions: str | None = None
+    trace: str | None = None
+    system_prompt: str | None = None
+    digest: bool | None = None
+    #: The client draws diffs of edits (the keeper's turn keeps a baseline).
+    draws_diffs: bool = False
+
+
+class Settings(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """:class:`~agy_host.runtime.session.TurnSettings` on the wire."""
+
+    model: str | None = None
+    effort: str | None = None
+    mode: str | None = None
+    skip_permissions: bool | None = None
+    timeout_s: float | None = None
+    inactivity_s: float | None = None
+    additional_directories: list[str] = msgspec.field(default_factory=list)
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    resume: bool = False
+
+
+class RunTurn(_Frame, tag="run"):
+    """Run one turn of ``session`` on its warm agent (started when there is none)."""
+
+    session: str
+    prompt: list[PromptBlock]
+    cwd: str
+    host: HostSpec
+    settings: Settings = msgspec.field(default_factory=Settings)
+    #: How long the agent stays warm after this turn (seconds).
+    keep_alive_s: float = 300.0
+    #: Fail at once when another command's turn runs on the session.
+    no_wait: bool = False
+
+
+class Interrupt(_Frame, tag="interrupt"):
+    """Ctrl-C (or SIGTERM/SIGHUP, named) at the client: abort, then stop waiting."""
+
+    signal: str = ""
+
+
+class PermissionAnswer(_Frame, tag="permission_answer"):
+    id: int
+    decision: PermissionDecision
+
+
+class QuestionAnswer(_Frame, tag="question_answer"):
+    id: int
+    answer: Answer
+
+
+class Status(_Frame, tag="status"):
+    session: str | None = None
+
+
+class Stop(_Frame, tag="stop"):
+    """End warm agents gracefully: one session, or every one (``session`` unset)."""
+
+    session: str | None = None
+
+
+class Cancel(_Frame, tag="cancel"):
+    """Cancel the running turn of ``session`` (from another terminal)."""
+
+    session: str
+
+
+# -- keeper -> client ------------------------------------------------------------------
+
+
+class Welcome(_Frame, tag="welcome"):
+    wire: int
+    build: str
+    pid: int
+
+
+class Refused(_Frame, tag="refused"):
+    """The keeper will not serve this request (another build, a busy session)."""
+
+    reason: str
+    #: The exit code the client should end with.
+    code: int = 1
+
+
+class Event(_Frame, tag="event"):
+    event: HostEvent
+
+
+class Warning_(_Frame, tag="warning"):
+    """A warning of the session's host (config, plugins), for the client's stderr."""
+
+    message: str
+
+
+class AskPermission(_Frame, tag="ask_permission"):
+    id: int
+    request: PermissionRequest
+
+
+class AskQuestion(_Frame, tag="ask_question"):
+    id: int
+    question: Question
+
+
+class TurnDone(_Frame, tag="done"):
+    """The turn's end: its result, or ``None`` with ``error`` when the keeper
+    could not run it (or stopped waiting for it)."""
+
+    result: TurnResult | None = None
+    error: str = ""
+    #: The agent was warm before this turn (no spawn, no initialize, no load).
+    warm: bool = False
+
+
+class WarmInfo(msgspec.Struct, kw_only=True):
+    """One warm session, as ``agy-host sessions status`` shows it."""
+
+    session: str
+    warm: bool
+    engine: str
+    agent: str
+    model: str = ""
+    agent_pid: int | None = None
+    idle_s: float = 0.0
+    keep_alive_s: float = 0.0
+    turn_running: bool = False
+    turns: int = 0
+    attached: str = ""
+    cwd: str = ""
+
+
+class StatusReply(_Frame, tag="status_reply"):
+    keeper_pid: int
+    build: str
+    started_s: float
+    sessions: list[WarmInfo] = msgspec.field(default_factory=list)
+
+
+class Done(_Frame, tag="ok"):
+    """A control request (stop, cancel) was carried out; ``message`` says what."""
+
+    message: str = ""
+    count: int = 0
+
+
+ToKeeper = Hello | RunTurn | Interrupt | PermissionAnswer | QuestionAnswer | Status | Stop | Cancel
+ToClient = Welcome | Refused | Event | Warning_ | AskPermission | AskQuestion | TurnDone | StatusReply | Done
+
+_encoder = msgspec.json.Encoder()
+_to_keeper = msgspec.json.Decoder(ToKeeper)
+_to_client = msgspec.json.Decoder(ToClient)
+
+
+class FrameError(Exception):
+    """A frame that is too large or not one of the wire's types."""
+
+
+def encode(frame: _Frame) -> bytes:
+    body = _encoder.encode(frame)
+    if len(body) > MAX_FRAME:
+        raise FrameError(f"frame of {len(body)} bytes is over the {MAX_FRAME} byte limit")
+    return _LENGTH.pack(len(body)) + body
+
+
+def frame_length(header: bytes) -> int:
+    """The body length a 4-byte header announces; refused when too large."""
+    (length,) = _LENGTH.unpack(header)
+    if length > MAX_FRAME:
+        raise FrameError(f"peer announced a frame of {length} bytes (limit {MAX_FRAME})")
+    return int(length)
+
+
+def decode_for_keeper(body: bytes) -> ToKeeper:
+    try:
+        return _to_keeper.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise FrameError(f"not a keeper request: {exc}") from exc
+
+
+def decode_for_client(body: bytes) -> ToClient:
+    try:
+        return _to_client.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise FrameError(f"not a keeper answer: {exc}") from exc
+
+
+HEADER_SIZE = _LENGTH.size
+
+
+class FrameStream:
+    """Frames over one trio stream: whole frames in, whole frames out, one
+    writer at a time. ``receive`` returns ``None`` at a clean end of stream."""
+
+    def __init__(self, stream: trio.abc.Stream) -> None:
+        self.stream = stream
+        self._buffer = bytearray()
+        self._send_lock = trio.Lock()
+
+    async def send(self, *frames: _Frame) -> None:
+        data = b"".join(encode(f) for f in frames)
+        async with self._send_lock:
+            await self.stream.send_all(data)
+
+    async def _read(self, n: int) -> bytes | None:
+        while len(self._buffer) < n:
+            chunk = await self.stream.receive_some(max(65536, n - len(self._buffer)))
+            if not chunk:
+                if self._buffer:
+                    raise FrameError("the peer closed the connection mid-frame")
+                return None
+            self._buffer += chunk
+        out = bytes(self._buffer[:n])
+        del self._buffer[:n]
+        return out
+
+    async def receive_raw(self) -> bytes | None:
+        header = await self._read(HEADER_SIZE)
+        if header is None:
+            return None
+        body = await self._read(frame_length(header))
+        if body is None:
+            raise FrameError("the peer closed the connection mid-frame")
+        return body
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+__all__ = [
+    "HEADER_SIZE",
+    "MAX_FRAME",
+    "WIRE_VERSION",
+    "AskPermission",
+    "AskQuestion",
+    "Cancel",
+    "Done",
+    "Event",
+    "FrameError",
+    "FrameStream",
+    "Hello",
+    "HostSpec",
+    "Interrupt",
+    "PermissionAnswer",
+    "QuestionAnswer",
+    "Refused",
+    "RunTurn",
+    "Settings",
+    "Status",
+    "StatusReply",
+    "Stop",
+    "ToClient",
+    "ToKeeper",
+    "TurnDone",
+    "WarmInfo",
+    "Warning_",
+    "Welcome",
+    "decode_for_client",
+    "decode_for_keeper",
+    "encode",
+    "frame_length",
+]

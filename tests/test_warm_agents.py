@@ -1,0 +1,325 @@
+"""Warm agents across commands: real ``agy-host`` commands, a real keeper
+process and the kit's fake ACP agent (docs/sessions.md).
+
+Each test lives in its own HOME (so its own keeper directory) with warm
+agents on, and ends by stopping its keeper and checking that no keeper and
+no agent of its own is left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
+from agy_host.testing.isolation import isolated_env
+
+pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
+
+RUN_TIMEOUT = 60
+
+
+class Warm:
+    """One test's HOME with warm agents on, and its commands."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp = tmp_path
+        self.home = tmp_path / "home"
+        self.env = isolated_env(self.home, AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none", AGY_HOST_KEEP_ALIVE_MINUTES="5")
+        self.cwd = tmp_path / "project"
+        self.cwd.mkdir()
+
+    def argv(self, *args: str) -> list[str]:
+        return [sys.executable, "-m", "agy_host.cli.main", *args]
+
+    def cli(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            self.argv(*args),
+            env={**self.env, **env},
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+        )
+
+    def run(
+        self, agent: FakeAgent, session: str, prompt: str, *args: str, **env: str
+    ) -> subprocess.CompletedProcess[str]:
+        return self.cli(
+            "run", "--agent", agent.command_line, "--session", session, "--format", "json", *args, prompt, **env
+        )
+
+    def start(self, agent: FakeAgent, session: str, prompt: str, *args: str) -> subprocess.Popen[str]:
+        argv = self.argv("run", "--agent", agent.command_line, "--session", session, "--format", "json", *args, prompt)
+        return subprocess.Popen(
+            argv,
+            env=self.env,
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def status(self) -> dict[str, Any]:
+        proc = self.cli("sessions", "status", "--format", "json")
+        assert proc.returncode == 0, proc.stderr
+        data: dict[str, Any] = json.loads(proc.stdout)
+        return data
+
+    def keeper_pid(self) -> int | None:
+        keeper = self.status()["keeper"]
+        return int(keeper["pid"]) if keeper else None
+
+    def runtime_dir(self) -> Path:
+        from agy_host.keeper.place import runtime_dir
+
+        return runtime_dir(self.env, self.home / ".local" / "state" / "agy-host")
+
+    def close(self) -> None:
+        pid = None
+        try:
+            pid = self.keeper_pid()
+            self.cli("sessions", "stop", "--all")
+        finally:
+            if pid is not None:
+                with _suppress():
+                    os.kill(pid, signal.SIGTERM)
+                _wait_gone(pid, 10)
+
+
+class _suppress:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return exc[0] is not None and issubclass(exc[0], ProcessLookupError)  # type: ignore[arg-type]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_gone(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return not _alive(pid)
+
+
+def events(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def of(proc: subprocess.CompletedProcess[str], kind: str) -> list[dict[str, Any]]:
+    return [e for e in events(proc) if e.get("type") == kind]
+
+
+@pytest.fixture
+def warm(tmp_path: Path) -> Iterator[Warm]:
+    home = Warm(tmp_path)
+    yield home
+    home.close()
+
+
+def test_the_second_command_runs_on_the_warm_agent(warm: Warm) -> None:
+    """No second spawn, initialize or load: the same agent process answers,
+    in the same conversation, and the output has the cold path's shape."""
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    first = warm.run(agent, "w", "one")
+    second = warm.run(agent, "w", "two")
+    assert first.returncode == 0 and second.returncode == 0, second.stderr
+    methods = [m.get("method") for m in agent.received() if "method" in m]
+    assert methods.count("initialize") == 1 and "session/load" not in methods, methods
+    assert methods.count("session/prompt") == 2, methods
+    ends = of(first, "turn_end") + of(second, "turn_end")
+    assert [e["response"] for e in ends] == ["one", "two"]
+    assert ends[0]["conversation_id"] == ends[1]["conversation_id"]
+    assert [e["type"] for e in events(second)] == [e["type"] for e in events(first)]
+    [info] = warm.status()["sessions"]
+    assert (info["session"], info["warm"], info["turns"], info["turn_running"]) == ("w", True, 2, False)
+    assert info["engine"] == "acp" and info["agent_pid"] and _alive(info["agent_pid"])
+
+
+def test_warm_and_cold_give_the_same_output(warm: Warm) -> None:
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    cold = warm.run(agent, "c", "same", "--keep-alive", "0")
+    assert warm.status()["keeper"] is None, "--keep-alive 0 starts no keeper"
+    warm.run(agent, "h", "first")
+    hot = warm.run(agent, "h", "same")
+
+    def shape(proc: subprocess.CompletedProcess[str]) -> list[tuple[str, Any]]:
+        out = []
+        for event in events(proc):
+            kept = {k: v for k, v in event.items() if k not in ("duration_s", "session", "conversation_id")}
+            out.append((kept["type"], kept))
+        return out
+
+    assert shape(cold) == shape(hot)
+    assert cold.returncode == hot.returncode == 0
+
+
+def test_an_unnamed_run_keeps_nothing_warm(warm: Warm) -> None:
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    proc = warm.cli("run", "--agent", agent.command_line, "hi")
+    assert proc.returncode == 0, proc.stderr
+    assert warm.status()["keeper"] is None
+
+
+def test_the_attached_command_answers_the_warm_agents_permission_requests(warm: Warm) -> None:
+    """Each command's own terminal answers (``--permissions ask``): the
+    prompt is drawn on the attached command's terminal, not the first one's."""
+    from agy_host.testing.terminal import Pty
+
+    agent = fake_acp_agent_command("permission", workdir=warm.tmp / "agents")
+    with Pty() as first_tty, Pty() as second_tty:
+        first_tty.type("2\n")  # 2) deny
+        denied = warm.run(agent, "p", "go", "--permissions", "ask", AGY_HOST_TTY=first_tty.path)
+        second_tty.type("1\n")  # 1) allow
+        allowed = warm.run(agent, "p", "go", "--permissions", "ask", AGY_HOST_TTY=second_tty.path)
+        first_screen, second_screen = first_tty.screen(), second_tty.screen()
+    context = f"{denied.stdout}{denied.stderr}{allowed.stdout}{allowed.stderr}\n{first_screen}\n{second_screen}"
+    assert denied.returncode == 5 and "DENIED" in denied.stdout, context
+    assert allowed.returncode == 0 and "PERMIS" in allowed.stdout, context
+    assert first_screen.count("asks for permission") == 1 and second_screen.count("asks for permission") == 1, context
+    assert [m.get("method") for m in agent.received()].count("initialize") == 1, "one warm agent answered both"
+
+
+def test_another_agent_command_starts_cold_and_the_old_agent_ends(warm: Warm) -> None:
+    one = fake_acp_agent_command("echo", workdir=warm.tmp / "a1")
+    two = fake_acp_agent_command("echo", workdir=warm.tmp / "a2")
+    assert warm.run(one, "s", "x").returncode == 0
+    [before] = warm.status()["sessions"]
+    assert warm.run(two, "s", "y").returncode == 0
+    [after] = warm.status()["sessions"]
+    assert after["agent_pid"] != before["agent_pid"]
+    assert _wait_gone(before["agent_pid"], 10), "the old warm agent ended"
+
+
+def test_sessions_cancel_ends_the_running_turn_from_another_terminal(warm: Warm) -> None:
+    agent = fake_acp_agent_command("slow", workdir=warm.tmp / "agents")
+    proc = warm.start(agent, "slow", "go")
+    _until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
+    cancel = warm.cli("sessions", "cancel", "slow")
+    assert cancel.returncode == 0, cancel.stderr
+    out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    assert proc.returncode == 130, out + err
+    assert [s["warm"] for s in warm.status()["sessions"]] == [True], "the agent stays warm"
+    assert warm.cli("sessions", "cancel", "slow").returncode == 4  # nothing runs now
+
+
+def test_a_killed_client_gets_its_turn_cancelled_and_the_agent_stays_warm(warm: Warm) -> None:
+    agent = fake_acp_agent_command("slow", workdir=warm.tmp / "agents")
+    proc = warm.start(agent, "k", "go")
+    _until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
+    [info] = warm.status()["sessions"]
+    proc.kill()
+    proc.communicate(timeout=10)
+    killed = time.monotonic()
+    _until(lambda: "session/cancel" in [m.get("method") for m in agent.received()], "the agent's cancel", 5)
+    assert time.monotonic() - killed < 3.0, "the turn is cancelled when its command goes, not when it would end"
+    _until(lambda: not warm.status()["sessions"][0]["turn_running"], "the turn to end")
+    [after] = warm.status()["sessions"]
+    assert after["warm"] and after["agent_pid"] == info["agent_pid"]
+
+
+def test_a_killed_keeper_ends_the_attached_command_and_its_agents(warm: Warm) -> None:
+    agent = fake_acp_agent_command("slow", workdir=warm.tmp / "agents")
+    assert warm.run(fake_acp_agent_command("echo", workdir=warm.tmp / "e"), "other", "x").returncode == 0
+    proc = warm.start(agent, "kk", "go")
+    _until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
+    pids = [s["agent_pid"] for s in warm.status()["sessions"]]
+    keeper = warm.keeper_pid()
+    assert keeper is not None
+    os.kill(keeper, signal.SIGKILL)
+    started = time.monotonic()
+    out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    assert proc.returncode == 1 and time.monotonic() - started < 3, out + err
+    assert "keeper" in err and "binding is kept" in err, err
+    for pid in pids:
+        assert _wait_gone(pid, 10), f"agent {pid} outlived its keeper"
+    again = warm.run(fake_acp_agent_command("echo", workdir=warm.tmp / "e"), "other", "again")
+    assert again.returncode == 0 and of(again, "turn_end")[0]["response"] == "again", again.stderr
+
+
+def test_an_agent_that_died_while_warm_is_replaced_without_an_error(warm: Warm) -> None:
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    assert warm.run(agent, "d", "one").returncode == 0
+    [info] = warm.status()["sessions"]
+    os.kill(info["agent_pid"], signal.SIGKILL)
+    assert _wait_gone(info["agent_pid"], 5)
+    second = warm.run(agent, "d", "two")
+    assert second.returncode == 0 and of(second, "turn_end")[0]["response"] == "two", second.stdout + second.stderr
+    assert "error" not in second.stderr.lower(), second.stderr
+
+
+def test_the_keepers_place_is_private_and_a_hostile_client_is_dropped(warm: Warm) -> None:
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    assert warm.run(agent, "h", "one").returncode == 0
+    where = warm.runtime_dir()
+    assert where.stat().st_mode & 0o777 == 0o700
+    [sock] = list(where.glob("keeper-*.sock"))
+    assert sock.stat().st_mode & 0o777 == 0o600
+    for garbage in (b"\xff\xff\xff\xff", b"\x00\x00\x00\x05hello", b"\x00\x00\x00\x10" + b'{"kind":"hello"}'):
+        with socket.socket(socket.AF_UNIX) as client:
+            client.connect(str(sock))
+            client.sendall(garbage)
+            client.settimeout(5)
+            with _suppress_os():
+                client.recv(100)
+    hello = json.dumps({"kind": "hello", "wire": 1, "build": "0.0.0-other", "pid": 1}).encode()
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(sock))
+        client.sendall(len(hello).to_bytes(4, "big") + hello)
+        client.settimeout(5)
+        reply = client.recv(1000)
+    assert b'"refused"' in reply and b"0.0.0-other" in reply
+    assert warm.run(agent, "h", "two").returncode == 0, "the keeper goes on"
+
+
+class _suppress_os:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> bool:
+        return exc[0] is not None and issubclass(exc[0], OSError)  # type: ignore[arg-type]
+
+
+def _until(check: Any, what: str, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_doctor_shows_the_keeper_and_its_warm_agents(warm: Warm) -> None:
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    before = warm.cli("doctor", "--agent", agent.command_line)
+    assert "not running (nothing is warm)" in before.stdout, before.stdout
+    assert warm.run(agent, "doc", "x").returncode == 0
+    after = warm.cli("doctor", "--agent", agent.command_line)
+    pid = warm.keeper_pid()
+    assert f"pid {pid}" in after.stdout and "doc" in after.stdout and "idle" in after.stdout, after.stdout
