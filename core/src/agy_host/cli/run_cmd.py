@@ -173,6 +173,8 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
         blocks = opts.blocks or [TextBlock(text=opts.prompt)]
         try:
             keep = keep_alive_s(host, opts)
+            if keep > 0 and host.engine_choice().name in host.plugins.engines():
+                keep = 0.0  # an engine registered in this process only: a keeper could not load it
             if keep > 0:
                 from agy_host.keeper.client import (
                     KeeperGone,

@@ -7,7 +7,7 @@ is used). Disable it with ``-p no:agy_host``.
 
 Fixtures:
 
-* ``agy_host_home``: an isolated ``HOME`` and XDG dirs, ``AGY_*`` unset.
+* ``agy_host_home``: an isolated ``HOME`` and XDG dirs, ``AGY_*`` unset, warm agents off.
 * ``fake_acp_agent``: factory ``(scenario="happy", **options) -> FakeAgent``.
 * ``replay_agent``: factory ``(path, handshake=None) -> FakeAgent``.
 * ``recordings_dir``: the repository's ``tests/fixtures/recorded``.
@@ -77,6 +77,8 @@ def agy_host_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AgyHostHom
     for name in list(os.environ):
         if name.startswith("AGY_"):
             monkeypatch.delenv(name)
+    # cold unless a test asks: a named session would leave a keeper behind
+    monkeypatch.setenv("AGY_HOST_KEEP_ALIVE_MINUTES", "0")
     return env
 
 
