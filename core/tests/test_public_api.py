@@ -66,6 +66,7 @@ EXPORTS = [
     "RunContext",
     "Service",
     "Session",
+    "SessionBusy",
     "SessionNotFound",
     "StateFile",
     "TextBlock",

@@ -32,6 +32,7 @@ _EXPORTS = {
     "AgyHostError": "agy_host.api",
     "EngineUnavailable": "agy_host.api",
     "PermissionDenied": "agy_host.api",
+    "SessionBusy": "agy_host.api",
     "SessionNotFound": "agy_host.api",
     "TurnError": "agy_host.api",
     "TurnInterrupted": "agy_host.api",

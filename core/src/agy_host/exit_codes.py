@@ -17,6 +17,7 @@ class ExitCode(enum.IntEnum):
     NO_SUCH_SESSION = 4
     PERMISSION_DENIED = 5
     BUDGET = 6
+    SESSION_BUSY = 7
     ENDED_BY_SIGHUP = 129
     INTERRUPTED = 130
     ENDED_BY_SIGTERM = 143
@@ -33,6 +34,7 @@ EXIT_CODES: dict[int, str] = {
         "the agent asked for permission and every request was denied or cancelled, or asked a question nobody answered"
     ),
     ExitCode.BUDGET: "the turn crossed --max-tokens or --max-cost and was stopped",
+    ExitCode.SESSION_BUSY: "--no-wait: another command was running a turn on the session (the message names it)",
     ExitCode.ENDED_BY_SIGHUP: "ended by SIGHUP (the terminal closed); handled as Ctrl-C",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C); the session binding is kept",
     ExitCode.ENDED_BY_SIGTERM: "ended by SIGTERM (timeout, a supervisor); handled as Ctrl-C",

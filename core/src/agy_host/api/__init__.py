@@ -29,6 +29,7 @@ from agy_host.api.errors import (
     AgyHostError,
     EngineUnavailable,
     PermissionDenied,
+    SessionBusy,
     SessionNotFound,
     TurnError,
     TurnInterrupted,
@@ -235,10 +236,11 @@ class _Opener(contextlib.AbstractAsyncContextManager["Session"]):
         session = Session(self.options, host)
         if library == "trio":
             from agy_host.api._loops import TrioLoop
+            from agy_host.api._setup import WAITING
             from agy_host.runtime.session import SessionRuntime, say_nothing
 
             runtime = await self._stack.enter_async_context(
-                SessionRuntime.open(host, cwd=self.options.cwd, sink=session._sink, say=say_nothing)
+                SessionRuntime.open(host, cwd=self.options.cwd, sink=session._sink, say=say_nothing, **WAITING)
             )
             session._loop = TrioLoop(runtime)
         elif library == "asyncio":
@@ -276,6 +278,7 @@ def open_session(
     cwd: str | Path | None = None,
     session: str | None = None,
     resume: bool = False,
+    wait: bool = True,
     system_prompt: str | None = None,
     timeout: float | None = None,
     inactivity: float | None = None,
@@ -303,7 +306,10 @@ def open_session(
     ``--answers``), then ``on_question`` (sync or async: an ``Answer``, a
     dict of form values, a str, ``True``/``False``, or ``None`` to cancel);
     unanswered, they fail the turn closed (exit code 5). ``max_tokens`` and
-    ``max_cost`` stop a turn that crosses them (exit code 6). ``trace``
+    ``max_cost`` stop a turn that crosses them (exit code 6). While another
+    command (or session) runs a turn on ``session``, a turn waits for it
+    (said once on the ``agy_host`` logger); with ``wait=False`` it ends at
+    once with exit code 7 (:class:`SessionBusy` with ``check=True``). ``trace``
     appends every frame to and from the agent to a file, secrets redacted
     (``--trace``; ``AGY_HOST_TRACE`` in ``env`` does the same).
     """
@@ -318,6 +324,7 @@ def open_session(
         cwd=cwd,
         session=session,
         resume=resume,
+        wait=wait,
         system_prompt=system_prompt,
         timeout=timeout,
         inactivity=inactivity,
@@ -360,6 +367,7 @@ __all__ = [
     "EngineUnavailable",
     "PermissionDenied",
     "Session",
+    "SessionBusy",
     "SessionNotFound",
     "Turn",
     "TurnError",

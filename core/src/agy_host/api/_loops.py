@@ -149,6 +149,7 @@ class AsyncioLoop(Loop):
 
         import trio
 
+        from agy_host.api._setup import WAITING
         from agy_host.runtime.session import SessionRuntime, say_nothing
 
         async def main() -> None:
@@ -156,7 +157,7 @@ class AsyncioLoop(Loop):
             self.closing = trio.Event()
             self.started.set_result(None)
             with trio.CancelScope() as self.main_scope:
-                async with SessionRuntime.open(host, cwd=opts.cwd, sink=sink, say=say_nothing) as runtime:
+                async with SessionRuntime.open(host, cwd=opts.cwd, sink=sink, say=say_nothing, **WAITING) as runtime:
                     self.runtime = runtime
                     if not self.ready.done():
                         self.ready.set_result(None)

@@ -23,6 +23,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agy_host")
 
+#: How a session runtime of the API tells that a turn waits for its session
+#: (busy in another command): on the ``agy_host`` logger, in the API's words.
+WAITING: dict[str, Any] = {
+    "on_wait": log.warning,
+    "wait_hint": "cancel the turn to stop waiting, wait=False to fail instead",
+}
+
 #: A permission callback returns a decision, an option id, ``True`` (allow
 #: once) or ``False``/``None`` (reject), directly or from a coroutine.
 PermissionCallback = Callable[["PermissionRequest"], Any]
@@ -236,4 +243,5 @@ def _settings(kw: Mapping[str, Any]) -> TurnSettings:
         max_tokens=kw.get("max_tokens"),
         max_cost=kw.get("max_cost"),
         resume=bool(kw.get("resume")),
+        wait=bool(kw.get("wait", True)),
     )

@@ -69,12 +69,18 @@ class TurnInterrupted(TurnError):
     """The turn was aborted: cancelled by the program, or Ctrl-C (exit 130)."""
 
 
+class SessionBusy(TurnError):
+    """``wait=False``: another command (or session) was running a turn on
+    this session, so this one did not run (exit 7); the message names it."""
+
+
 def error_for(result: TurnResult) -> TurnError:
     """The typed error of a finished turn whose exit code is not 0."""
     kinds: dict[int, type[TurnError]] = {
         ExitCode.TIMEOUT: TurnTimeout,
         ExitCode.PERMISSION_DENIED: PermissionDenied,
         ExitCode.INTERRUPTED: TurnInterrupted,
+        ExitCode.SESSION_BUSY: SessionBusy,
     }
     return kinds.get(result.exit_code, TurnError)(result)
 
@@ -83,6 +89,7 @@ __all__ = [
     "AgyHostError",
     "EngineUnavailable",
     "PermissionDenied",
+    "SessionBusy",
     "SessionNotFound",
     "TurnError",
     "TurnInterrupted",

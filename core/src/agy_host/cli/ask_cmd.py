@@ -55,6 +55,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         prompt: Annotated[list[str], typer.Argument(help="The question or task.", metavar="PROMPT...")],
         session: opt.Session = None,
         resume: opt.Resume = False,
+        no_wait: opt.NoWait = False,
         engine: opt.Engine = None,
         agent: opt.Agent = None,
         model: opt.Model = None,

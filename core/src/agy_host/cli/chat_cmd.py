@@ -189,6 +189,7 @@ def register(app: typer.Typer, state: CliState) -> None:
     def chat(  # noqa: PLR0917 - typer maps each parameter to a CLI option
         session: opt.Session = None,
         resume: opt.Resume = False,
+        no_wait: opt.NoWait = False,
         engine: opt.Engine = None,
         agent: opt.Agent = None,
         model: opt.Model = None,

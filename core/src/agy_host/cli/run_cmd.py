@@ -75,6 +75,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         ] = None,
         session: opt.Session = None,
         resume: opt.Resume = False,
+        no_wait: opt.NoWait = False,
         engine: opt.Engine = None,
         agent: opt.Agent = None,
         model: opt.Model = None,

@@ -34,6 +34,14 @@ Resume = Annotated[
     bool,
     typer.Option("--resume", help="Fail (exit 4) unless --session exists and the agent continues its conversation."),
 ]
+NoWait = Annotated[
+    bool,
+    typer.Option(
+        "--no-wait",
+        help="Fail at once (exit 7) when another command is running a turn on --session, "
+        "instead of waiting for it to end.",
+    ),
+]
 Engine = Annotated[
     str | None, typer.Option("--engine", "-e", help="Engine to use (see `agy-host engine`).", metavar="NAME")
 ]
@@ -186,6 +194,7 @@ class TurnOptions(msgspec.Struct, kw_only=True):
             max_tokens=self.max_tokens,
             max_cost=self.max_cost,
             resume=self.resume,
+            wait=not self.no_wait,
         )
 
 
@@ -338,6 +347,7 @@ def build_renderer(host: Host, opts: TurnOptions, factory: RendererFactory) -> t
 
 #: Parameters that reach :class:`TurnOptions` under their own name, unchanged.
 _PASSED = (
+    "no_wait",
     "engine",
     "agent",
     "model",
@@ -358,6 +368,7 @@ __all__ = [
     "AddDirs",
     "MaxCost",
     "MaxTokens",
+    "NoWait",
     "Agent",
     "Answers",
     "Cwd",

@@ -42,6 +42,7 @@ ErrorKind = Literal[
     "internal",  # a bug in agy-host or a plugin
     "budget",  # the turn crossed --max-tokens or --max-cost and was stopped
     "no_session",  # --resume: the bound conversation could not be continued (exit 4)
+    "busy",  # --no-wait: another command was running a turn on the session (exit 7)
 ]
 
 

@@ -78,6 +78,8 @@ def exit_code_for(
         return ExitCode.BUDGET
     if error_kind == "no_session":
         return ExitCode.NO_SUCH_SESSION
+    if error_kind == "busy":
+        return ExitCode.SESSION_BUSY
     if questions_unanswered > 0:
         return ExitCode.PERMISSION_DENIED
     if permission_requests > 0 and permissions_refused == permission_requests:

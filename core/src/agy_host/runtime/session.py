@@ -12,6 +12,12 @@ place that knows the order things start and stop in:
    turn, resolves host tool calls until the turn really ends, and carries
    late tool results in follow-up turns of the same conversation.
 
+Each turn holds its session's turn lock (:mod:`agy_host.runtime.turn_lock`)
+from before the binding is read until after it is written, so a second
+command on the session, in this process or another, waits for it and then
+continues the conversation this one left (or, with ``wait=False``, fails
+at once: exit 7).
+
 Interrupts are explicit: :meth:`SessionRuntime.interrupt` aborts the running turn
 (first call), stops waiting for an agent that does not stop (second: the
 driver is closed and re-opened lazily for the next turn), and exits the
@@ -32,6 +38,7 @@ from typing import TYPE_CHECKING
 import msgspec
 import trio
 
+from agy_host.contract.turn_result import TurnResult
 from agy_host.exit_codes import ExitCode
 
 if TYPE_CHECKING:
@@ -41,13 +48,16 @@ if TYPE_CHECKING:
     from agy_host.engine.base import Engine
     from agy_host.engine.driver import DriverSnapshot, TurnDriver
     from agy_host.runtime.host import Host
-    from agy_host.runtime.turn_layer import TurnLayer, TurnResult
+    from agy_host.runtime.turn_layer import TurnLayer
+    from agy_host.runtime.turn_lock import TurnLock
     from agy_host.service.roundtrips import RoundTrips
 
 Say = Callable[[str], None]
 #: Follow-up turns that carry late tool results, at most, per prompt.
 MAX_LATE_FOLLOW_UPS = 3
 STOPPED_WAITING = "agy-host stopped waiting for the agent"
+#: How to leave the wait for a busy session, in the CLI's words.
+WAIT_HINT = "Ctrl-C to stop waiting, --no-wait to fail instead"
 
 
 def say_stderr(message: str) -> None:
@@ -74,6 +84,9 @@ class TurnSettings(msgspec.Struct, kw_only=True):
     max_cost: float | None = None
     #: ``--resume``: the session's conversation must be continued, or the turn fails (exit 4).
     resume: bool = False
+    #: Wait while another command runs a turn on the session; ``False``
+    #: (``--no-wait``): fail at once with error kind ``busy`` (exit 7).
+    wait: bool = True
 
 
 def describe_error(exc: BaseException) -> str:
@@ -141,6 +154,8 @@ class SessionRuntime:
         say: Say = say_stderr,
         exit_on_third_interrupt: bool = False,
         diffs: DiffSource | None = None,
+        on_wait: Say | None = None,
+        wait_hint: str = WAIT_HINT,
     ) -> None:
         self.host = host
         self.diffs = diffs
@@ -150,10 +165,15 @@ class SessionRuntime:
         self.sink = sink
         self.services = list(services)
         self.say = say
+        #: Who hears that a turn waits for another command's turn on its session.
+        self.on_wait = on_wait or say
+        self.wait_hint = wait_hint
         self.exit_on_third_interrupt = exit_on_third_interrupt
         self.layer: TurnLayer | None = None
         self._held: _Driver | None = None
         self._turn_scope: trio.CancelScope | None = None
+        #: Set while a turn waits for its session's turn lock.
+        self._queue_scope: trio.CancelScope | None = None
         self._interrupts = 0
         self.turns = 0
         #: The last finished turn (``None`` before one, or when it was left behind).
@@ -171,6 +191,8 @@ class SessionRuntime:
         start: bool = True,
         exit_on_third_interrupt: bool = False,
         diffs: DiffSource | None = None,
+        on_wait: Say | None = None,
+        wait_hint: str = WAIT_HINT,
     ) -> AsyncIterator[SessionRuntime]:
         """Round-trips, services and (with ``start``) the agent, torn down in
         reverse order when the block ends, however it ends."""
@@ -198,6 +220,8 @@ class SessionRuntime:
                     say=say,
                     exit_on_third_interrupt=exit_on_third_interrupt,
                     diffs=diffs,
+                    on_wait=on_wait,
+                    wait_hint=wait_hint,
                 )
                 try:
                     if start:
@@ -264,6 +288,8 @@ class SessionRuntime:
             say=self.say,
             exit_on_third_interrupt=self.exit_on_third_interrupt,
             diffs=self.diffs,
+            on_wait=self.on_wait,
+            wait_hint=self.wait_hint,
         )
         await other.start()
         await self.aclose()
@@ -298,32 +324,118 @@ class SessionRuntime:
     ) -> TurnResult | None:
         """Run one turn to its end, host tool calls included. ``None`` when the
         caller stopped waiting for it (:meth:`interrupt` twice): the agent is
-        then closed and started afresh by the next turn."""
+        then closed and started afresh by the next turn.
+
+        The turn first takes its session's turn lock (:meth:`_queue`): while
+        another command runs a turn on the session this one waits, and ends
+        without running when told not to wait (exit 7) or interrupted while
+        it waits (exit 130)."""
         await self.start()
         layer = self.layer
         assert layer is not None
         s = settings or TurnSettings()
         result: TurnResult | None = None
         self._interrupts = 0
-        started = trio.current_time()
-        with trio.CancelScope() as scope:
-            self._turn_scope = scope
-            try:
-                result = await self._run(layer, session, list(blocks), cwd=cwd, s=s, message_count=message_count)
-            finally:
-                self._turn_scope = None
-        self.turns += 1
-        self.result = result
-        if scope.cancelled_caught or result is None:
-            from agy_host.contract.events import TurnEnded
+        queued = await self._queue(layer, session, s)
+        if isinstance(queued, TurnResult):
+            return queued
+        # Held until the agent is done with the turn, also one left behind.
+        with queued:
+            started = trio.current_time()
+            with trio.CancelScope() as scope:
+                self._turn_scope = scope
+                try:
+                    result = await self._run(layer, session, list(blocks), cwd=cwd, s=s, message_count=message_count)
+                finally:
+                    self._turn_scope = None
+            self.turns += 1
+            self.result = result
+            if scope.cancelled_caught or result is None:
+                from agy_host.contract.events import TurnEnded
 
-            # Renderers and the transcript still see the turn end.
-            layer.emit(
-                TurnEnded(stop_reason="aborted", duration_s=trio.current_time() - started, error=STOPPED_WAITING)
+                # Renderers and the transcript still see the turn end.
+                layer.emit(
+                    TurnEnded(stop_reason="aborted", duration_s=trio.current_time() - started, error=STOPPED_WAITING)
+                )
+                await self.aclose()
+                return None
+            return result
+
+    async def _queue(
+        self, layer: TurnLayer, session: str, s: TurnSettings
+    ) -> contextlib.AbstractContextManager[object] | TurnResult:
+        """Take the session's turn lock, then re-read the store: the binding
+        this turn continues is the one the previous holder left. A
+        :class:`TurnResult` when the turn does not run: the session is busy
+        and ``s.wait`` is off, or the wait was interrupted. Without a lock
+        file (an unwritable state dir, said as a warning) the turn runs
+        unlocked rather than not at all."""
+        from agy_host.runtime.turn_lock import Busy, acquire, lock_path
+
+        path = lock_path(self.host.state_dir, self.engine.store_key(session))
+        started = trio.current_time()
+
+        def waiting(holder: str) -> None:
+            self.on_wait(f"agy-host: session {session!r} is busy: {holder}; waiting for it to end ({self.wait_hint})")
+
+        lock: TurnLock | None = None
+        with trio.CancelScope() as scope:
+            self._queue_scope = scope
+            try:
+                lock = await acquire(path, wait=s.wait, on_wait=waiting)
+            except Busy as busy:
+                return self._refuse(layer, session, s, f"session {session!r} is busy: {busy.holder}")
+            except OSError as exc:
+                self.host.warn(
+                    f"cannot lock session {session!r} for this turn ({describe_error(exc)}); "
+                    "another command on it at the same time may lose an exchange"
+                )
+            finally:
+                self._queue_scope = None
+        if scope.cancelled_caught:
+            waited = trio.current_time() - started
+            return TurnResult(
+                session=session,
+                stop_reason="aborted",
+                exit_code=ExitCode.INTERRUPTED,
+                duration_s=waited,
+                error=f"stopped waiting for session {session!r} after {waited:.1f}s; nothing was sent",
             )
-            await self.aclose()
-            return None
-        return result
+        try:
+            self.host.store.reload()
+        except BaseException:
+            if lock is not None:
+                lock.release()
+            raise
+        return lock if lock is not None else contextlib.nullcontext()
+
+    def _refuse(self, layer: TurnLayer, session: str, s: TurnSettings, error: str) -> TurnResult:
+        """A turn that cannot start while another holds the session: framed
+        as a turn (``turn_start`` then ``turn_end`` with error kind ``busy``)
+        so every renderer and ``--format json`` consumer sees why."""
+        from agy_host.contract.events import TurnEnded, TurnStarted
+        from agy_host.contract.turn_result import exit_code_for
+
+        binding = self.host.store.get(self.engine.store_key(session))  # as last read: a hint only
+        layer.emit(
+            TurnStarted(
+                session=session,
+                engine=self.engine.ENGINE_NAME,
+                agent=self.engine.agent_label(),
+                model=s.model or self.host.config.model or "",
+                conversation_id=binding.conversation_id if binding is not None else None,
+                sandbox=self.engine.sandbox,
+            )
+        )
+        layer.emit(TurnEnded(stop_reason="error", duration_s=0.0, error=error, error_kind="busy"))
+        return TurnResult(
+            session=session,
+            stop_reason="error",
+            exit_code=exit_code_for("error", "busy"),
+            duration_s=0.0,
+            error=error,
+            error_kind="busy",
+        )
 
     async def _run(
         self,
@@ -369,7 +481,10 @@ class SessionRuntime:
             prompt = []  # the late results are the whole prompt
 
     def abort(self, reason: str = "user") -> bool:
-        """Ask the agent to stop the running turn; ``False`` when none runs."""
+        """Ask the agent to stop the running turn (a turn still waiting for
+        its session stops waiting); ``False`` when none runs."""
+        if self._leave_queue():
+            return True
         if self._turn_scope is None or self.layer is None:
             return False
         self.layer.abort(reason)
@@ -377,6 +492,8 @@ class SessionRuntime:
 
     def stop_waiting(self) -> bool:
         """Leave the running turn behind at once; ``False`` when none runs."""
+        if self._leave_queue():
+            return True
         if self._turn_scope is None:
             return False
         self._turn_scope.cancel()
@@ -390,6 +507,9 @@ class SessionRuntime:
         from agy_host.engine.process import kill_every_group
         from agy_host.runtime.signals import signal_exit_code
 
+        if self._queue_scope is not None:
+            self.say("\nagy-host: stopped waiting for the session; nothing was sent")
+            return self._leave_queue()
         if self._turn_scope is None:
             return False
         self._interrupts += 1
@@ -404,6 +524,13 @@ class SessionRuntime:
         else:
             kill_every_group()
             os._exit(signal_exit_code(sig))
+        return True
+
+    def _leave_queue(self) -> bool:
+        """Stop waiting for the session's turn lock; ``False`` when not waiting."""
+        if self._queue_scope is None:
+            return False
+        self._queue_scope.cancel()
         return True
 
     def write_last_run(self, session: str, result: TurnResult | None) -> None:
@@ -432,6 +559,7 @@ __all__ = [
     "MAX_LATE_FOLLOW_UPS",
     "SessionRuntime",
     "TurnSettings",
+    "WAIT_HINT",
     "describe_error",
     "say_nothing",
     "say_stderr",
