@@ -28,6 +28,7 @@ def env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     out = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
     out.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "c"), XDG_STATE_HOME=str(home / "s"))
+    out["AGY_HOST_KEEP_ALIVE_MINUTES"] = "0"  # cold: no keeper outlives the test
     return out
 
 

@@ -711,7 +711,9 @@ def test_fake_agent_handle(fake_acp_agent: Callable[..., FakeAgent]) -> None:
 
 def test_agy_host_home_isolates_env(agy_host_home: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     assert os.environ["HOME"] == str(agy_host_home.home)
-    assert not [k for k in os.environ if k.startswith("AGY_")]
+    # every AGY_ variable of the caller is gone; warm agents are off (no keeper outlives a test)
+    assert [k for k in os.environ if k.startswith("AGY_")] == ["AGY_HOST_KEEP_ALIVE_MINUTES"]
+    assert os.environ["AGY_HOST_KEEP_ALIVE_MINUTES"] == "0"
     assert agy_host_home.config_path == agy_host_home.config_home / "agy-host" / "config.toml"
     assert agy_host_home.state_dir == agy_host_home.state_home / "agy-host"
     path = agy_host_home.write_config({"engine": "acp", "acp": {"agent": "fake"}})

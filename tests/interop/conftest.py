@@ -57,6 +57,7 @@ def isolated_env(tmp_path: Path) -> Iterator[dict[str, str]]:
         k: v for k, v in os.environ.items() if not k.startswith("AGY_HOST_") and k not in {"VIRTUAL_ENV", "PYTHONPATH"}
     }
     env.update(
+        AGY_HOST_KEEP_ALIVE_MINUTES="0",  # cold unless a test asks: no keeper outlives it
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_STATE_HOME=str(home / ".local" / "state"),

@@ -214,6 +214,7 @@ class LiveHome(Home):
             XDG_STATE_HOME=str(root / "state"),
             AGY_HOST_ENGINE=target.engine,
             AGY_HOST_TTY="none",
+            AGY_HOST_KEEP_ALIVE_MINUTES="0",
             PYTHONPATH=self.env["PYTHONPATH"],
             PARITY_OTHER_LOG=str(self.other_log),
         )

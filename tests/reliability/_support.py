@@ -37,6 +37,7 @@ async def cancel_everything(request: PermissionRequest) -> PermissionDecision:
 
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGY_")}
+    env["AGY_HOST_KEEP_ALIVE_MINUTES"] = "0"  # cold unless a test asks: no keeper outlives it
     env.update(extra or {})
     return env
 

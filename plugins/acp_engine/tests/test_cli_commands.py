@@ -21,6 +21,7 @@ def fake(scenario: str) -> str:
 
 def run(tmp_path: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGY_")}
+    env["AGY_HOST_KEEP_ALIVE_MINUTES"] = "0"  # cold: no keeper outlives the test
     env.update(extra)
     env.update(
         HOME=str(tmp_path),

@@ -111,6 +111,7 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGY_", "PYTEST", "XDG_"))}
     env.update(
+        AGY_HOST_KEEP_ALIVE_MINUTES="0",  # cold: each run spawns agy, as these tests check
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_STATE_HOME=str(home / ".local" / "state"),
