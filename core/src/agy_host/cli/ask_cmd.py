@@ -76,6 +76,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         max_tokens: opt.MaxTokens = None,
         max_cost: opt.MaxCost = None,
         trace: opt.Trace = None,
+        keep_alive: opt.KeepAlive = None,
         files: opt.Files = None,
         images: opt.Images = None,
     ) -> None:
@@ -165,12 +166,14 @@ async def _ask_async(
     ended the command (SIGTERM, SIGHUP), if one did."""
     import trio
 
-    from agy_host.runtime.session import SessionRuntime, describe_error
+    from agy_host.cli.warm_turn import Attached, one_turn
+    from agy_host.runtime.session import describe_error
     from agy_host.runtime.signals import CommandSignals
 
-    runtime: SessionRuntime | None = None
     result: TurnResult | None = None
     error = ""
+    refused: int | None = None
+    attached = Attached()
     async with trio.open_nursery() as watcher:
 
         def before_the_turn() -> None:
@@ -179,22 +182,26 @@ async def _ask_async(
             error = "interrupted before the turn started"
             watcher.cancel_scope.cancel()
 
-        signals = CommandSignals(lambda: runtime, before_the_turn)
+        signals = CommandSignals(attached, before_the_turn)
         await watcher.start(signals.watch)
         try:
-            async with SessionRuntime.open(host, cwd=opts.cwd, exit_on_third_interrupt=True) as runtime:
-                try:
-                    result = await runtime.turn(opts.session, blocks, cwd=opts.cwd, settings=opts.settings())
-                    if result is None:
-                        error = "interrupted; agy-host stopped waiting for the agent"
-                finally:
-                    signals.leaving = True
-                    runtime.write_last_run(opts.session, result)
+            result, error, refused = await one_turn(
+                host,
+                opts,
+                opts.session,
+                blocks,
+                cwd=opts.cwd,
+                settings=opts.settings(),
+                attached=attached,
+                signals=signals,
+            )
+            if result is None and not error:
+                error = "interrupted; agy-host stopped waiting for the agent"
         except Exception as exc:
             error = describe_error(exc)
         finally:
             watcher.cancel_scope.cancel()
-    ended_by = signals.exit_code(0) if signals.terminated is not None else None
+    ended_by = signals.exit_code(0) if signals.terminated is not None else refused
     return result, error, ended_by
 
 

@@ -27,7 +27,8 @@ from agy_host.cli.turn_options import TurnOptions
 if TYPE_CHECKING:
     from agy_host.cli.line_editor import LineEditor, PipeReader
     from agy_host.cli.state import CliState
-    from agy_host.contract.rendering import Renderer, RendererFactory
+    from agy_host.cli.warm_turn import WarmRuntime
+    from agy_host.contract.rendering import DiffSource, Renderer, RendererFactory
     from agy_host.runtime.host import Host
     from agy_host.runtime.session import SessionRuntime, TurnSettings
     from agy_host.runtime.signals import CommandSignals
@@ -78,7 +79,8 @@ class Chat:
         self.session = opts.session
         self.cwd = opts.cwd
         self.settings: TurnSettings = opts.settings()
-        self.runtime: SessionRuntime | None = None
+        #: The command's own runtime, or the session's warm agent in the keeper.
+        self.runtime: SessionRuntime | WarmRuntime | None = None
         self.last_result: TurnResult | None = None
         self.leaving = False
         #: The chat's reading and turns; SIGTERM/SIGHUP between turns cancel it.
@@ -138,6 +140,8 @@ class Chat:
         return ExitCode.OK
 
     async def send(self, text: str) -> None:
+        from agy_host.cli.warm_turn import failure
+        from agy_host.keeper.client import KeeperGone, KeeperRefused, KeeperUnavailable
         from agy_host.runtime.prompt_input import PromptInputError, prepare
 
         assert self.runtime is not None
@@ -153,7 +157,12 @@ class Chat:
             self.say(f"not sent: {exc}", "red")
             return
         with self.editor.turn_mode():
-            self.last_result = await self.runtime.turn(self.session, blocks, cwd=self.cwd, settings=self.settings)
+            try:
+                self.last_result = await self.runtime.turn(self.session, blocks, cwd=self.cwd, settings=self.settings)
+            except (KeeperGone, KeeperRefused, KeeperUnavailable) as exc:
+                # the warm agent's keeper: said here, and the chat goes on
+                self.say(f"not answered: {failure(exc)[0]}", "red")
+                return
             if self.last_result is None:
                 self.say("the agent did not stop; it is restarted for the next turn", "yellow")
 
@@ -210,6 +219,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         max_tokens: opt.MaxTokens = None,
         max_cost: opt.MaxCost = None,
         trace: opt.Trace = None,
+        keep_alive: opt.KeepAlive = None,
         verbose: opt.Verbose = False,
     ) -> None:
         checked = opt.common("chat", locals())
@@ -264,18 +274,16 @@ async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: R
             signals = chat.signals = CommandSignals(lambda: chat.runtime, chat.on_idle_interrupt, chat.on_terminate)
             await watcher.start(signals.watch)
             try:
-                async with SessionRuntime.open(
-                    host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, start=False, exit_on_third_interrupt=True
-                ) as runtime:
-                    chat.runtime = runtime
-                    try:
-                        with chat.reading:
-                            await runtime.start()
-                            chat.banner()
-                            code = await chat.loop()
-                    finally:
-                        signals.leaving = True
-                        runtime.write_last_run(chat.session, chat.last_result)
+                warm = await _warm(host, opts, renderer, diffs)
+                if warm is not None:
+                    chat.runtime = warm
+                    code = await _chat_on(chat, warm)
+                else:
+                    async with SessionRuntime.open(
+                        host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, start=False, exit_on_third_interrupt=True
+                    ) as runtime:
+                        chat.runtime = runtime
+                        code = await _chat_on(chat, runtime)
             except Exception as exc:
                 print(f"agy-host: error: {describe_error(exc)}", file=sys.stderr, flush=True)
                 code = ExitCode.ERROR
@@ -290,6 +298,41 @@ async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: R
     if signals.terminated is not None:
         print(f"agy-host: ended by {signals.terminated.name}", file=sys.stderr, flush=True)
     return signals.exit_code(code)
+
+
+async def _chat_on(chat: Chat, runtime: SessionRuntime | WarmRuntime) -> int:
+    """The chat on ``runtime``: started, greeted, looped; doctor's last run written at the end."""
+    assert chat.signals is not None
+    code: int = ExitCode.OK
+    try:
+        with chat.reading:
+            await runtime.start()
+            chat.banner()
+            code = await chat.loop()
+    finally:
+        chat.signals.leaving = True
+        runtime.write_last_run(chat.session, chat.last_result)
+    return code
+
+
+async def _warm(host: Host, opts: ChatOptions, renderer: Renderer, diffs: DiffSource) -> WarmRuntime | None:
+    """The session's warm agent for this chat (it stays warm after it);
+    ``None`` when the chat keeps none (``--keep-alive 0``, an unnamed chat)
+    or no keeper can be had (said as a warning): the chat runs its own."""
+    from agy_host.cli.warm_turn import WarmRuntime, keep_alive_s, unavailable
+    from agy_host.keeper.client import KeeperUnavailable
+    from agy_host.runtime.session import say_stderr
+
+    keep = keep_alive_s(host, opts)
+    if keep <= 0:
+        return None
+    warm = WarmRuntime(host, opts, sink=renderer.handle, say=say_stderr, keep_alive_s=keep, diffs=diffs)
+    try:
+        await warm.start()
+    except KeeperUnavailable as exc:
+        host.warn(unavailable(exc))
+        return None
+    return warm
 
 
 __all__ = ["CHAT_HELP", "Chat", "ChatOptions", "chat_command", "register"]

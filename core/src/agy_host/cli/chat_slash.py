@@ -266,8 +266,9 @@ async def _always(chat: Chat, rest: str) -> None:
 
 @command("/doctor")
 async def _doctor(chat: Chat, rest: str) -> None:
-    """Engine, agent, live driver state, session id, stats, lifecycle (no tokens)."""
-    from agy_host.cli.doctor_cmd import command_rows, rendering_rows, snapshot_rows
+    """Engine, agent, live driver state (a warm agent's: the keeper's account), session, stats, lifecycle."""
+    from agy_host.cli.doctor_cmd import command_rows, rendering_rows, snapshot_rows, warm_line
+    from agy_host.cli.warm_turn import WarmRuntime
     from agy_host.contract.diagnostics import DiagnosticReport
 
     assert chat.runtime is not None
@@ -280,6 +281,16 @@ async def _doctor(chat: Chat, rest: str) -> None:
     snapshot = chat.runtime.snapshot()
     if snapshot is not None:
         snapshot_rows(report.section("driver"), snapshot)
+    elif isinstance(chat.runtime, WarmRuntime):
+        # the agent lives in the keeper: its account, not a driver snapshot
+        reply = await chat.runtime.status(chat.session)
+        sec = report.section("warm agent")
+        if reply is not None:
+            sec.add("keeper", f"pid {reply.keeper_pid}")
+        for info in reply.sessions if reply is not None else []:
+            sec.add(info.session, warm_line(info))
+        if reply is None or not reply.sessions:
+            sec.add("agent", "not warm now: the next turn starts it")
     command_rows(report.section("driver"), chat.runtime.agent_commands)
     rendering_rows(chat.host, report)
     for err in chat.host.plugins.errors:
@@ -305,6 +316,7 @@ async def _digest(chat: Chat, rest: str) -> None:
             chat.say("usage: /digest on|off", "yellow")
             return
         chat.host.config.prompt.digest = words[0] == "on"
+        chat.opts.digest = chat.host.config.prompt.digest  # a warm agent's host gets it with the next turn
     chat.say(f"digest: {'on' if chat.host.config.prompt.digest else 'off'}")
 
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from agy_host.contract.events import AgentCommand
     from agy_host.engine.base import Engine
     from agy_host.engine.driver import DriverSnapshot
+    from agy_host.keeper import wire
     from agy_host.runtime.host import Host
 
 #: An engine probe that takes longer is reported as stuck, not waited for.
@@ -174,8 +175,13 @@ def _warm_rows(host: Host, report: DiagnosticReport) -> None:
         return
     sec.add("keeper", f"pid {reply.keeper_pid}, build {reply.build}")
     for info in reply.sessions:
-        doing = "running a turn" if info.turn_running else f"idle {info.idle_s:.0f}s of {info.keep_alive_s:.0f}s"
-        sec.add(info.session, f"{info.engine} ({info.agent}), agent pid {info.agent_pid or '-'}, {doing}")
+        sec.add(info.session, warm_line(info))
+
+
+def warm_line(info: wire.WarmInfo) -> str:
+    """One warm session: engine, agent, its process, what it does."""
+    doing = "running a turn" if info.turn_running else f"idle {info.idle_s:.0f}s of {info.keep_alive_s:.0f}s"
+    return f"{info.engine} ({info.agent}), agent pid {info.agent_pid or '-'}, {doing}"
 
 
 def _last_run_rows(host: Host, report: DiagnosticReport) -> None:

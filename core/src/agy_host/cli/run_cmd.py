@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from agy_host.cli.state import CliState
     from agy_host.contract.rendering import RendererFactory
     from agy_host.engine.base import Engine
-    from agy_host.keeper.client import RemoteRuntime
     from agy_host.runtime.host import Host
     from agy_host.runtime.turn_layer import TurnResult
 
@@ -151,16 +150,16 @@ def _early_exit(opts: RunOptions, message: str, code: int) -> NoReturn:
 async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: RendererFactory) -> int:
     import trio
 
-    from agy_host.runtime.session import SessionRuntime, describe_error, say_stderr
+    from agy_host.cli.warm_turn import Attached, one_turn
+    from agy_host.runtime.session import describe_error
     from agy_host.runtime.signals import CommandSignals
 
     renderer, diffs = opt.build_renderer(host, opts, factory)
     result: TurnResult | None = None
     error = ""
     return_code: int | None = None
-    session: SessionRuntime | None = None
-    settings = opts.settings()
     interrupted = False
+    attached = Attached()
     async with trio.open_nursery() as watcher:
 
         def before_the_turn() -> None:
@@ -168,60 +167,22 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
             interrupted = True
             watcher.cancel_scope.cancel()
 
-        remote: RemoteRuntime | None = None
-        signals = CommandSignals(lambda: remote or session, before_the_turn)
+        signals = CommandSignals(attached, before_the_turn)
         await watcher.start(signals.watch)
         blocks = opts.blocks or [TextBlock(text=opts.prompt)]
         try:
-            keep = keep_alive_s(host, opts)
-            if keep > 0 and host.engine_choice().name in host.plugins.engines():
-                keep = 0.0  # an engine registered in this process only: a keeper could not load it
-            if keep > 0:
-                from agy_host.keeper.client import (
-                    KeeperGone,
-                    KeeperRefused,
-                    KeeperUnavailable,
-                    RemoteRuntime,
-                    run_request,
-                )
-
-                remote = RemoteRuntime(host, sink=renderer.handle, say=say_stderr)
-                request = run_request(
-                    host,
-                    opts.session,
-                    blocks,
-                    cwd=opts.cwd,
-                    settings=settings,
-                    keep_alive_s=keep,
-                    no_wait=bool(getattr(opts, "no_wait", False)),
-                    system_prompt=opts.system_prompt,
-                    digest=opts.digest,
-                    draws_diffs=diffs.wanted,
-                    trace=opts.trace,
-                )
-                try:
-                    result = await remote.turn(opts.session, request)
-                    if result is None:
-                        interrupted = True
-                    return_code = None
-                except KeeperUnavailable as exc:
-                    host.warn(f"warm agents are not available ({exc}); this turn runs without one")
-                    remote = None
-                except KeeperRefused as exc:
-                    error, return_code = str(exc), exc.code
-                except KeeperGone as exc:
-                    error = f"{exc}; the session binding is kept, the next command starts the agent again"
-                finally:
-                    signals.leaving = remote is not None
-            if remote is None:
-                async with SessionRuntime.open(
-                    host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, exit_on_third_interrupt=True
-                ) as session:
-                    try:
-                        result = await session.turn(opts.session, blocks, cwd=opts.cwd, settings=settings)
-                    finally:
-                        signals.leaving = True
-                        session.write_last_run(opts.session, result)
+            result, error, return_code = await one_turn(
+                host,
+                opts,
+                opts.session,
+                blocks,
+                cwd=opts.cwd,
+                settings=opts.settings(),
+                attached=attached,
+                signals=signals,
+                sink=renderer.handle,
+                diffs=diffs,
+            )
         except Exception as exc:
             error = describe_error(exc)
         finally:
@@ -243,16 +204,6 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
     if opts.fmt == "json":
         _print_done(opts, result, code, error)
     return code
-
-
-def keep_alive_s(host: Host, opts: RunOptions) -> float:
-    """How long the session's agent stays warm after this command (seconds):
-    ``--keep-alive``, else the config's for a named session; a generated
-    (unnamed) session is not kept unless asked."""
-    minutes = opts.keep_alive_min
-    if minutes is None:
-        minutes = 0.0 if opts.generated_session else host.config.turn.keep_alive_minutes
-    return max(0.0, float(minutes)) * 60.0
 
 
 def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: str) -> None:

@@ -36,6 +36,7 @@ from agy_host.runtime.host import Host
 
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
+    from agy_host.contract.rendering import DiffSource
     from agy_host.runtime.session import SessionRuntime, TurnSettings
     from agy_host.runtime.turn_layer import TurnResult
 
@@ -76,7 +77,8 @@ def profile_of(name: str, cwd: str, spec: wire.HostSpec) -> str:
     """A digest of everything that decides which agent a session gets: a
     command whose profile differs from the warm session's starts cold."""
     env = {k: v for k, v in spec.env.items() if k not in VOLATILE_ENV}
-    fixed = msgspec.structs.replace(spec, env=env)
+    # whether the command draws diffs is the turn's, not the agent's (WarmSession.run)
+    fixed = msgspec.structs.replace(spec, env=env, draws_diffs=False)
     blob = msgspec.json.encode({"session": name, "cwd": cwd, "host": fixed})
     return hashlib.sha256(blob).hexdigest()
 
@@ -202,6 +204,7 @@ class WarmSession:
         self.relay: Relay | None = None
         self.runtime: SessionRuntime | None = None
         self.host: RemoteHost | None = None
+        self.diffs: DiffSource | None = None
         self.turns = 0
         self.last_used = time.monotonic()
         self.turn_lock = trio.Lock()
@@ -251,9 +254,7 @@ class WarmSession:
         )
         apply_overrides(host, spec.system_prompt, spec.digest)
         self.host = host
-        diffs = DiffSource(host.plugins.render_diff, self.cwd)
-        if spec.draws_diffs:
-            diffs.want()
+        diffs = self.diffs = DiffSource(host.plugins.render_diff, self.cwd)
         try:
             async with SessionRuntime.open(
                 host, cwd=self.cwd, sink=self._sink, say=_quiet, start=False, diffs=diffs
@@ -278,6 +279,8 @@ class WarmSession:
         was_warm = self.runtime.layer is not None and self.alive
         self.relay = relay
         self.keep_alive_s = request.keep_alive_s
+        if self.diffs is not None:  # this command's renderer decides
+            self.diffs.wanted = request.host.draws_diffs
         try:
             result = await self.runtime.turn(request.session, request.prompt, cwd=request.cwd, settings=settings)
         finally:
