@@ -47,11 +47,12 @@ def block(phrase: str) -> str:
 
 @pytest.fixture
 def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """This process as a user's: a private HOME and XDG dirs, in a project."""
+    """This process as a user's: a private HOME and XDG dirs, in a project;
+    no warm agents (isolated_env's), so no keeper outlives an example."""
     for key, value in isolated_env(tmp_path / "home", AGY_HOST_TTY="none").items():
         monkeypatch.setenv(key, value)
     for key in [k for k in os.environ if k.startswith(("AGY_", "ANTIGRAVITY_"))]:
-        if key != "AGY_HOST_TTY":
+        if key not in ("AGY_HOST_TTY", "AGY_HOST_KEEP_ALIVE_MINUTES"):
             monkeypatch.delenv(key)
     project = tmp_path / "project"
     project.mkdir()

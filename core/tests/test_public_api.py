@@ -44,6 +44,7 @@ EXPORTS = [
     "HostEvent",
     "HostTool",
     "ImageBlock",
+    "KeeperLost",
     "McpServerSpec",
     "ModelCatalog",
     "ModelInfo",

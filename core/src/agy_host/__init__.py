@@ -31,6 +31,7 @@ _EXPORTS = {
     "Turn": "agy_host.api",
     "AgyHostError": "agy_host.api",
     "EngineUnavailable": "agy_host.api",
+    "KeeperLost": "agy_host.api",
     "PermissionDenied": "agy_host.api",
     "SessionBusy": "agy_host.api",
     "SessionNotFound": "agy_host.api",

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from agy_host.api.errors import (
     AgyHostError,
     EngineUnavailable,
+    KeeperLost,
     PermissionDenied,
     SessionBusy,
     SessionNotFound,
@@ -236,12 +237,9 @@ class _Opener(contextlib.AbstractAsyncContextManager["Session"]):
         session = Session(self.options, host)
         if library == "trio":
             from agy_host.api._loops import TrioLoop
-            from agy_host.api._setup import WAITING
-            from agy_host.runtime.session import SessionRuntime, say_nothing
+            from agy_host.api._warm import open_runtime
 
-            runtime = await self._stack.enter_async_context(
-                SessionRuntime.open(host, cwd=self.options.cwd, sink=session._sink, say=say_nothing, **WAITING)
-            )
+            runtime = await self._stack.enter_async_context(open_runtime(host, self.options, session._sink))
             session._loop = TrioLoop(runtime)
         elif library == "asyncio":
             from agy_host.api._loops import AsyncioLoop
@@ -279,6 +277,7 @@ def open_session(
     session: str | None = None,
     resume: bool = False,
     wait: bool = True,
+    keep_alive: float | None = None,
     system_prompt: str | None = None,
     timeout: float | None = None,
     inactivity: float | None = None,
@@ -312,6 +311,14 @@ def open_session(
     once with exit code 7 (:class:`SessionBusy` with ``check=True``). ``trace``
     appends every frame to and from the agent to a file, secrets redacted
     (``--trace``; ``AGY_HOST_TRACE`` in ``env`` does the same).
+
+    A named ``session`` runs on its warm agent, as ``agy-host run --session``
+    does: kept alive after each turn for ``keep_alive`` idle minutes (default
+    the config's ``turn.keep_alive_minutes``; none for an unnamed session
+    unless given; ``0`` turns it off), so the next program or command on the
+    session starts no agent. ``tools``, ``permissions`` and ``on_question``
+    still run in this program. ``plugins`` cannot cross to the keeper: with
+    them the session runs cold (said on the ``agy_host`` logger).
     """
     from agy_host.api._setup import Options
 
@@ -325,6 +332,7 @@ def open_session(
         session=session,
         resume=resume,
         wait=wait,
+        keep_alive=keep_alive,
         system_prompt=system_prompt,
         timeout=timeout,
         inactivity=inactivity,
@@ -365,6 +373,7 @@ __all__ = [
     "ABORT_GRACE_S",
     "AgyHostError",
     "EngineUnavailable",
+    "KeeperLost",
     "PermissionDenied",
     "Session",
     "SessionBusy",

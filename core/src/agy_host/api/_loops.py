@@ -6,21 +6,30 @@ directly. Under asyncio the runtime is a trio *guest* on asyncio's loop
 asyncio's loop on the caller's thread, so trio code may complete asyncio
 futures and fill asyncio queues directly, and asyncio code reaches trio
 through the trio token.
+
+Either way the session's turns run on a :class:`Runtime`: a local
+:class:`~agy_host.runtime.session.SessionRuntime`, or the session's warm
+agent in the keeper (:mod:`agy_host.api._warm`).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from agy_host.api.errors import AgyHostError, UsageError
 
 if TYPE_CHECKING:
+    import trio
+
     from agy_host.api._setup import Options
     from agy_host.contract.events import HostEvent
+    from agy_host.contract.prompt import PromptBlock
+    from agy_host.contract.turn_result import TurnResult
+    from agy_host.engine.base import Engine
     from agy_host.runtime.host import Host
-    from agy_host.runtime.session import SessionRuntime
+    from agy_host.runtime.session import TurnSettings
 
 _T = TypeVar("_T")
 
@@ -42,10 +51,24 @@ class Job(Generic[_T]):
         return self.value  # type: ignore[return-value]  # set by finish() with the error unset
 
 
+class Runtime(Protocol):
+    """What a Session's turns run on (a local runtime or a warm agent's)."""
+
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def nursery(self) -> trio.Nursery: ...
+    async def turn(
+        self, session: str, blocks: Sequence[PromptBlock], *, cwd: str, settings: TurnSettings | None = None
+    ) -> TurnResult | None: ...
+    def abort(self, reason: str = ...) -> bool: ...
+    def stop_waiting(self) -> bool: ...
+
+
 class Loop(Protocol):
     """What the public Session needs from the loop it is awaited in."""
 
-    runtime: SessionRuntime
+    runtime: Runtime
 
     def queue(self) -> Any: ...
     def soon(self, fn: Callable[[], object]) -> None: ...
@@ -71,9 +94,7 @@ class TrioQueue:
 class TrioLoop(Loop):
     """The caller is a trio task: everything is called directly."""
 
-    def __init__(self, runtime: SessionRuntime) -> None:
-        import trio
-
+    def __init__(self, runtime: Runtime) -> None:
         self.runtime = runtime
         self._finished: dict[int, trio.Event] = {}
 
@@ -149,15 +170,14 @@ class AsyncioLoop(Loop):
 
         import trio
 
-        from agy_host.api._setup import WAITING
-        from agy_host.runtime.session import SessionRuntime, say_nothing
+        from agy_host.api._warm import open_runtime
 
         async def main() -> None:
             self.token = trio.lowlevel.current_trio_token()
             self.closing = trio.Event()
             self.started.set_result(None)
             with trio.CancelScope() as self.main_scope:
-                async with SessionRuntime.open(host, cwd=opts.cwd, sink=sink, say=say_nothing, **WAITING) as runtime:
+                async with open_runtime(host, opts, sink) as runtime:
                     self.runtime = runtime
                     if not self.ready.done():
                         self.ready.set_result(None)

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from agy_host.config import AnswerRule
     from agy_host.contract.interactions import Answer, Question
     from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+    from agy_host.contract.tools import HostTool
     from agy_host.runtime.host import Host
     from agy_host.runtime.session import TurnSettings
 
@@ -106,9 +107,16 @@ class Options:
         problem = session_name_problem(self.session)
         if problem:
             raise UsageError(problem)
+        #: The program named the session (its agent is then kept warm by default).
+        self.named = bool(kw["session"])
         self.resume: bool = bool(kw["resume"])
         if self.resume and not kw["session"]:
             raise UsageError("resume=True needs session=NAME")
+        keep_alive = kw.get("keep_alive")
+        if keep_alive is not None and (isinstance(keep_alive, bool) or not keep_alive >= 0):
+            raise UsageError(f"keep_alive must be >= 0 minutes (0: no warm agent), not {keep_alive!r}")
+        #: ``keep_alive=`` minutes; ``None``: the config's for a named session, none for an unnamed one.
+        self.keep_alive: float | None = keep_alive
         cwd = Path(kw["cwd"] or os.getcwd()).resolve()
         if not cwd.is_dir():
             raise UsageError(f"cwd {str(cwd)!r} is not a directory")
@@ -120,6 +128,8 @@ class Options:
         self.system_prompt: str | None = kw["system_prompt"]
         self.env: Mapping[str, str] | None = kw["env"]
         self.plugins: list[object] = list(kw["plugins"] or ())
+        #: ``tools`` as host tools, once :meth:`host` made them (a warm session runs them here).
+        self.host_tools: list[HostTool] = []
         self.settings = _settings(kw)
         on_question = kw.get("on_question")
         if on_question is not None and not callable(on_question):
@@ -134,7 +144,9 @@ class Options:
         from agy_host.engine.base import EngineError
         from agy_host.runtime.host import Host
 
-        extra = [*self.plugins, _PythonPlugin(self.tools, self.callback)]
+        program = _PythonPlugin(self.tools, self.callback)
+        self.host_tools = program.tools
+        extra = [*self.plugins, program]
         try:
             host = Host(
                 env=self.env,

@@ -45,6 +45,12 @@ class SessionNotFound(AgyHostError, LookupError):
     exit_code = ExitCode.NO_SUCH_SESSION
 
 
+class KeeperLost(AgyHostError):
+    """The keeper holding the session's warm agent ended mid-turn (exit 1);
+    the message says how. The session binding is kept: the next turn starts
+    the agent again and continues the conversation (docs/sessions.md)."""
+
+
 class TurnError(AgyHostError):
     """A turn that ended badly; ``result`` is its whole account and
     ``agent_text`` the agent's (or the engine's) own words."""
@@ -88,6 +94,7 @@ def error_for(result: TurnResult) -> TurnError:
 __all__ = [
     "AgyHostError",
     "EngineUnavailable",
+    "KeeperLost",
     "PermissionDenied",
     "SessionBusy",
     "SessionNotFound",

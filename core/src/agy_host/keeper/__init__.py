@@ -13,6 +13,7 @@ their program's callbacks). See docs/sessions.md.
 | ``wire.py`` | the frames both sides speak: typed msgspec structs, length-prefixed, size-bounded |
 | ``place.py`` | where the socket, the lock and the log live (0700 directory, per version) |
 | ``warm.py`` | one warm session in the keeper: its host, runtime and the relay to the attached client |
+| ``proxy_tools.py`` | the attached program's own tools (``tools=``), offered by the keeper and run in the program |
 | ``server.py`` | the keeper process: accept, check the peer, serve turns, status, stop, cancel; idle expiry |
 | ``client.py`` | the command side: find or start the keeper, run a turn through it, status, stop, cancel |
 

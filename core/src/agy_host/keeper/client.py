@@ -9,6 +9,8 @@ reaches a local runtime (abort, then stop waiting, then leave). Meanwhile the
 keeper's events go to this command's renderer, and its permission requests
 and questions to this command's broker: the policy, the ``--answers`` rules,
 the terminal and the program's callbacks of the command that runs the turn.
+A program's own tools (``tools=`` of the Python API) run here too: the keeper
+knows only their specs and asks for each call (``call_tool``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +31,7 @@ from agy_host.keeper import place, wire
 
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
+    from agy_host.contract.tools import HostTool, ToolResult
     from agy_host.runtime.host import Host
     from agy_host.runtime.session import TurnSettings
     from agy_host.runtime.turn_layer import TurnResult
@@ -136,10 +139,19 @@ async def request(host: Host, frame: wire.Status | wire.Stop | wire.Cancel) -> w
 class RemoteRuntime:
     """One command's turns on a warm session (see the module docstring)."""
 
-    def __init__(self, host: Host, *, sink: Callable[[HostEvent], None] | None, say: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        host: Host,
+        *,
+        sink: Callable[[HostEvent], None] | None,
+        say: Callable[[str], None],
+        tools: Sequence[HostTool] = (),
+    ) -> None:
         self.host = host
         self.sink = sink
         self.say = say
+        #: The program's own tools, run here when the keeper asks (by name).
+        self.tools = {tool.name: tool for tool in tools}
         self._frames: wire.FrameStream | None = None
         self._nursery: trio.Nursery | None = None
         self._interrupts = 0
@@ -223,6 +235,8 @@ class RemoteRuntime:
                 nursery.start_soon(self._permission, frames, frame)
             elif isinstance(frame, wire.AskQuestion):
                 nursery.start_soon(self._question, frames, frame)
+            elif isinstance(frame, wire.CallTool):
+                nursery.start_soon(self._tool, frames, frame)
             elif isinstance(frame, wire.TurnDone):
                 return frame
             elif isinstance(frame, wire.Refused):
@@ -235,6 +249,22 @@ class RemoteRuntime:
     async def _question(self, frames: wire.FrameStream, ask: wire.AskQuestion) -> None:
         answer = await self.host.ask_question(ask.question)
         await frames.send(wire.QuestionAnswer(id=ask.id, answer=answer))
+
+    async def _tool(self, frames: wire.FrameStream, call: wire.CallTool) -> None:
+        await frames.send(wire.ToolAnswer(id=call.id, result=await self._run_tool(call.name, call.arguments)))
+
+    async def _run_tool(self, name: str, arguments: dict[str, object]) -> ToolResult:
+        """The tool's result, as the turn layer would make it of a local call."""
+        from agy_host.contract.tools import ToolResult
+
+        tool = self.tools.get(name)
+        if tool is None:
+            return ToolResult(text=f"host tool {name!r} is not offered by this program", is_error=True)
+        try:
+            value: object = await tool.call(dict(arguments))
+        except Exception as exc:
+            return ToolResult(text=f"host tool {name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
+        return value if isinstance(value, ToolResult) else ToolResult(text=str(value))
 
 
 def _single(group: BaseExceptionGroup[BaseException]) -> BaseException:
@@ -263,8 +293,10 @@ def run_request(
     digest: bool | None = None,
     draws_diffs: bool = False,
     trace: str | None = None,
+    tools: Sequence[HostTool] = (),
 ) -> wire.RunTurn:
-    """The ``run`` frame for this command's host and turn."""
+    """The ``run`` frame for this command's host and turn; ``tools`` are the
+    ones this command runs itself (:class:`RemoteRuntime`'s)."""
     spec = wire.HostSpec(
         env=dict(host.env),
         engine=host.engine_flag,
@@ -274,6 +306,7 @@ def run_request(
         system_prompt=system_prompt,
         digest=digest,
         draws_diffs=draws_diffs,
+        tools=[wire.ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools],
     )
     fields = {f: getattr(settings, f) for f in wire.Settings.__struct_fields__}
     return wire.RunTurn(

@@ -286,6 +286,8 @@ class Keeper:
                     relay.answered(frame.id, frame.decision)
                 elif isinstance(frame, wire.QuestionAnswer):
                     relay.answered(frame.id, frame.answer)
+                elif isinstance(frame, wire.ToolAnswer):
+                    relay.answered(frame.id, frame.result)
                 elif isinstance(frame, wire.Interrupt) and runtime is not None:
                     sig = getattr(signal.Signals, frame.signal, None) if frame.signal else None
                     runtime.interrupt(sig)

@@ -7,7 +7,9 @@ A :class:`WarmSession` is built from the first command's :class:`HostSpec`
 next command's turn runs on the same live agent. Whatever only the command
 can decide is relayed to the client attached for the turn
 (:class:`Relay`): the host's events go to its renderer, permission requests
-and questions to its broker (its policy, rules, terminal and callbacks).
+and questions to its broker (its policy, rules, terminal and callbacks), and
+calls of its program's own tools to that program
+(:mod:`agy_host.keeper.proxy_tools`).
 With nobody attached (a client that went away mid-turn) a request is
 answered ``cancelled``, never by the keeper.
 
@@ -31,12 +33,14 @@ import trio
 
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.tools import ToolResult
 from agy_host.keeper import wire
 from agy_host.runtime.host import Host
 
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
     from agy_host.contract.rendering import DiffSource
+    from agy_host.keeper.proxy_tools import CallClient
     from agy_host.runtime.session import SessionRuntime, TurnSettings
     from agy_host.runtime.turn_layer import TurnResult
 
@@ -143,6 +147,13 @@ class Relay:
             return got
         return Answer(action="cancel", by="keeper", reason=f"{self.label} left before answering", unanswered=True)
 
+    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
+        """Run the client's own tool ``name`` in the client (:mod:`agy_host.keeper.proxy_tools`)."""
+        got = await self._ask(lambda i: wire.CallTool(id=i, name=name, arguments=arguments))
+        if isinstance(got, ToolResult):
+            return got
+        return ToolResult(text=f"host tool {name!r}: {self.label} left before it answered", is_error=True)
+
     async def _ask(self, make: Callable[[int], Any]) -> object:
         if self.closed:
             return None
@@ -240,6 +251,7 @@ class WarmSession:
         """Open the host and runtime, report ready, keep them until :meth:`close`."""
         from agy_host.cli.turn_options import apply_overrides
         from agy_host.contract.rendering import DiffSource
+        from agy_host.keeper.proxy_tools import ProxyTools
         from agy_host.runtime.session import SessionRuntime
 
         spec = self.spec
@@ -251,6 +263,7 @@ class WarmSession:
             permissions=spec.permissions,
             trace=spec.trace,
             warn=self._warn,
+            extra_plugins=[ProxyTools(spec.tools, self._tool_caller)] if spec.tools else (),
         )
         apply_overrides(host, spec.system_prompt, spec.digest)
         self.host = host
@@ -302,6 +315,11 @@ class WarmSession:
         relay = self.relay
         if relay is not None:
             relay.warning(message)
+
+    def _tool_caller(self) -> CallClient | None:
+        """Who runs the client's own tools now: the attached client, if any."""
+        relay = self.relay
+        return relay.call_tool if relay is not None else None
 
 
 def _quiet(_message: str) -> None:

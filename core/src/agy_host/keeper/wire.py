@@ -12,6 +12,7 @@ permission requests, questions, turn results), so nothing is translated.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import msgspec
 import trio
@@ -20,6 +21,7 @@ from agy_host.contract.events import HostEvent
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.prompt import PromptBlock
+from agy_host.contract.tools import ToolResult
 from agy_host.contract.turn_result import TurnResult
 
 #: The wire's own version: a client and a keeper that differ never talk.
@@ -47,6 +49,17 @@ class Hello(_Frame, tag="hello"):
     command: str = ""
 
 
+class ToolSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A host tool that runs in the client (a program's own function, passed
+    as ``tools=``): the keeper offers it to the agent under this name and
+    schema and asks the attached client to run it (:class:`CallTool`)."""
+
+    name: str
+    description: str
+    #: JSON schema of the arguments object.
+    input_schema: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class HostSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What the keeper needs to build the command's host for a session: the
     same environment, engine choice and command-line overrides."""
@@ -60,6 +73,9 @@ class HostSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     digest: bool | None = None
     #: The client draws diffs of edits (the keeper's turn keeps a baseline).
     draws_diffs: bool = False
+    #: Host tools the client runs itself; part of the warm profile (another
+    #: list starts cold).
+    tools: list[ToolSpec] = msgspec.field(default_factory=list)
 
 
 class Settings(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -75,6 +91,9 @@ class Settings(msgspec.Struct, kw_only=True, omit_defaults=True):
     max_tokens: int | None = None
     max_cost: float | None = None
     resume: bool = False
+    #: Wait while another command holds the session's turn lock (``False``:
+    #: the turn ends at once with error kind ``busy``, exit 7).
+    wait: bool = True
 
 
 class RunTurn(_Frame, tag="run"):
@@ -105,6 +124,13 @@ class PermissionAnswer(_Frame, tag="permission_answer"):
 class QuestionAnswer(_Frame, tag="question_answer"):
     id: int
     answer: Answer
+
+
+class ToolAnswer(_Frame, tag="tool_answer"):
+    """The result of the client's own tool the keeper asked for (:class:`CallTool`)."""
+
+    id: int
+    result: ToolResult
 
 
 class Status(_Frame, tag="status"):
@@ -160,6 +186,15 @@ class AskQuestion(_Frame, tag="ask_question"):
     question: Question
 
 
+class CallTool(_Frame, tag="call_tool"):
+    """The agent called one of the client's own tools (a :class:`ToolSpec` of
+    its request): the client runs it and answers with :class:`ToolAnswer`."""
+
+    id: int
+    name: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
 class TurnDone(_Frame, tag="done"):
     """The turn's end: its result, or ``None`` with ``error`` when the keeper
     could not run it (or stopped waiting for it)."""
@@ -201,8 +236,8 @@ class Done(_Frame, tag="ok"):
     count: int = 0
 
 
-ToKeeper = Hello | RunTurn | Interrupt | PermissionAnswer | QuestionAnswer | Status | Stop | Cancel
-ToClient = Welcome | Refused | Event | Warning_ | AskPermission | AskQuestion | TurnDone | StatusReply | Done
+ToKeeper = Hello | RunTurn | Interrupt | PermissionAnswer | QuestionAnswer | ToolAnswer | Status | Stop | Cancel
+ToClient = Welcome | Refused | Event | Warning_ | AskPermission | AskQuestion | CallTool | TurnDone | StatusReply | Done
 
 _encoder = msgspec.json.Encoder()
 _to_keeper = msgspec.json.Decoder(ToKeeper)
@@ -290,6 +325,7 @@ __all__ = [
     "WIRE_VERSION",
     "AskPermission",
     "AskQuestion",
+    "CallTool",
     "Cancel",
     "Done",
     "Event",
@@ -308,6 +344,8 @@ __all__ = [
     "Stop",
     "ToClient",
     "ToKeeper",
+    "ToolAnswer",
+    "ToolSpec",
     "TurnDone",
     "WarmInfo",
     "Warning_",

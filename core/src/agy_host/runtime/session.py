@@ -100,6 +100,38 @@ def describe_error(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
+def busy_turn(
+    host: Host, engine: Engine, emit: Callable[[HostEvent], None], *, session: str, settings: TurnSettings, error: str
+) -> TurnResult:
+    """A turn that cannot start while another holds the session: framed as
+    a turn (``turn_start`` then ``turn_end`` with error kind ``busy``, sent to
+    ``emit``) so every renderer and ``--format json`` consumer sees why. The
+    Python API's warm sessions frame a busy warm agent the same way."""
+    from agy_host.contract.events import TurnEnded, TurnStarted
+    from agy_host.contract.turn_result import exit_code_for
+
+    binding = host.store.get(engine.store_key(session))  # as last read: a hint only
+    emit(
+        TurnStarted(
+            session=session,
+            engine=engine.ENGINE_NAME,
+            agent=engine.agent_label(),
+            model=settings.model or host.config.model or "",
+            conversation_id=binding.conversation_id if binding is not None else None,
+            sandbox=engine.sandbox,
+        )
+    )
+    emit(TurnEnded(stop_reason="error", duration_s=0.0, error=error, error_kind="busy"))
+    return TurnResult(
+        session=session,
+        stop_reason="error",
+        exit_code=exit_code_for("error", "busy"),
+        duration_s=0.0,
+        error=error,
+        error_kind="busy",
+    )
+
+
 class _Driver:
     """A driver held open in a task of its own: trio's scopes close in the
     order they opened, so a driver held by the caller's task could not be
@@ -384,7 +416,8 @@ class SessionRuntime:
             try:
                 lock = await acquire(path, wait=s.wait, on_wait=waiting)
             except Busy as busy:
-                return self._refuse(layer, session, s, f"session {session!r} is busy: {busy.holder}")
+                error = f"session {session!r} is busy: {busy.holder}"
+                return busy_turn(self.host, self.engine, layer.emit, session=session, settings=s, error=error)
             except OSError as exc:
                 self.host.warn(
                     f"cannot lock session {session!r} for this turn ({describe_error(exc)}); "
@@ -408,34 +441,6 @@ class SessionRuntime:
                 lock.release()
             raise
         return lock if lock is not None else contextlib.nullcontext()
-
-    def _refuse(self, layer: TurnLayer, session: str, s: TurnSettings, error: str) -> TurnResult:
-        """A turn that cannot start while another holds the session: framed
-        as a turn (``turn_start`` then ``turn_end`` with error kind ``busy``)
-        so every renderer and ``--format json`` consumer sees why."""
-        from agy_host.contract.events import TurnEnded, TurnStarted
-        from agy_host.contract.turn_result import exit_code_for
-
-        binding = self.host.store.get(self.engine.store_key(session))  # as last read: a hint only
-        layer.emit(
-            TurnStarted(
-                session=session,
-                engine=self.engine.ENGINE_NAME,
-                agent=self.engine.agent_label(),
-                model=s.model or self.host.config.model or "",
-                conversation_id=binding.conversation_id if binding is not None else None,
-                sandbox=self.engine.sandbox,
-            )
-        )
-        layer.emit(TurnEnded(stop_reason="error", duration_s=0.0, error=error, error_kind="busy"))
-        return TurnResult(
-            session=session,
-            stop_reason="error",
-            exit_code=exit_code_for("error", "busy"),
-            duration_s=0.0,
-            error=error,
-            error_kind="busy",
-        )
 
     async def _run(
         self,
@@ -560,6 +565,7 @@ __all__ = [
     "SessionRuntime",
     "TurnSettings",
     "WAIT_HINT",
+    "busy_turn",
     "describe_error",
     "say_nothing",
     "say_stderr",
