@@ -220,17 +220,9 @@ class WarmRuntime:
         for a wait that was given up."""
         if not self._nothing_sent:
             return None
-        from agy_host.contract.turn_result import TurnResult
-        from agy_host.exit_codes import ExitCode
+        from agy_host.runtime.session import gave_up_waiting
 
-        waited = trio.current_time() - started
-        return TurnResult(
-            session=session,
-            stop_reason="aborted",
-            exit_code=ExitCode.INTERRUPTED,
-            duration_s=waited,
-            error=f"stopped waiting for session {session!r} after {waited:.1f}s; nothing was sent",
-        )
+        return gave_up_waiting(session, trio.current_time() - started)
 
     def _refused(self, session: str, s: TurnSettings, refused: KeeperRefused) -> TurnResult:
         """``wait=False`` on a warm agent busy with another command's turn:

@@ -132,6 +132,19 @@ def busy_turn(
     )
 
 
+def gave_up_waiting(session: str, waited: float) -> TurnResult:
+    """A turn that stopped waiting for its busy session (cancelled, Ctrl-C)
+    before anything was sent: aborted, exit 130. A warm session's turn that
+    leaves the keeper's queue ends the same way."""
+    return TurnResult(
+        session=session,
+        stop_reason="aborted",
+        exit_code=ExitCode.INTERRUPTED,
+        duration_s=waited,
+        error=f"stopped waiting for session {session!r} after {waited:.1f}s; nothing was sent",
+    )
+
+
 class _Driver:
     """A driver held open in a task of its own: trio's scopes close in the
     order they opened, so a driver held by the caller's task could not be
@@ -426,14 +439,7 @@ class SessionRuntime:
             finally:
                 self._queue_scope = None
         if scope.cancelled_caught:
-            waited = trio.current_time() - started
-            return TurnResult(
-                session=session,
-                stop_reason="aborted",
-                exit_code=ExitCode.INTERRUPTED,
-                duration_s=waited,
-                error=f"stopped waiting for session {session!r} after {waited:.1f}s; nothing was sent",
-            )
+            return gave_up_waiting(session, trio.current_time() - started)
         try:
             self.host.store.reload()
         except BaseException:
@@ -567,6 +573,7 @@ __all__ = [
     "WAIT_HINT",
     "busy_turn",
     "describe_error",
+    "gave_up_waiting",
     "say_nothing",
     "say_stderr",
 ]
