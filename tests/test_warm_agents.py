@@ -323,3 +323,46 @@ def test_doctor_shows_the_keeper_and_its_warm_agents(warm: Warm) -> None:
     after = warm.cli("doctor", "--agent", agent.command_line)
     pid = warm.keeper_pid()
     assert f"pid {pid}" in after.stdout and "doc" in after.stdout and "idle" in after.stdout, after.stdout
+
+
+def test_a_warm_turn_carries_the_agents_commands_as_a_cold_one_does(warm: Warm) -> None:
+    """The agent advertises its commands once, when its session opens; a
+    command whose turn runs warm still gets them (``commands`` event)."""
+    agent = fake_acp_agent_command("plan", workdir=warm.tmp / "agents")
+    cold = warm.run(agent, "cmd", "one")
+    hot = warm.run(agent, "cmd", "two")
+    assert [m.get("method") for m in agent.received()].count("initialize") == 1
+    assert of(cold, "commands") and of(hot, "commands") == of(cold, "commands"), hot.stdout
+    types = [e["type"] for e in events(hot)]
+    assert types.index("commands") == types.index("turn_start") + 1, types
+
+
+def test_a_cold_command_ends_the_sessions_warm_agent_first(warm: Warm) -> None:
+    """``--keep-alive 0`` on a session with a warm agent: two agents never
+    hold one conversation; the warm one ends before the cold turn."""
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    assert warm.run(agent, "both", "one").returncode == 0
+    [info] = warm.status()["sessions"]
+    cold = warm.run(agent, "both", "two", "--keep-alive", "0")
+    assert cold.returncode == 0, cold.stderr
+    assert _wait_gone(info["agent_pid"], 10), "the warm agent ended"
+    assert warm.status()["sessions"] == []
+
+
+def test_a_warm_agent_another_process_went_past_is_replaced(warm: Warm) -> None:
+    """A turn ran on the session elsewhere (here: the binding moved on, as a
+    cold command of another build or the Python API would leave it): the
+    warm agent does not have that exchange, so the next command starts cold."""
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    assert warm.run(agent, "moved", "one").returncode == 0
+    [info] = warm.status()["sessions"]
+    [store] = list(warm.home.rglob("sessions.json"))
+    data = json.loads(store.read_text())
+    for binding in data["bindings"].values():
+        binding["updated_at"] = "2099-01-01T00:00:00Z"
+    store.write_text(json.dumps(data))
+    again = warm.run(agent, "moved", "two")
+    assert again.returncode == 0, again.stderr
+    [after] = warm.status()["sessions"]
+    assert after["agent_pid"] != info["agent_pid"], "a new agent, which loads the conversation"
+    assert "session/load" in [m.get("method") for m in agent.received()]

@@ -121,6 +121,10 @@ async def one_turn(
             return (None, *failure(exc))
         finally:
             signals.leaving = attached.runtime is not None
+    if not opts.generated_session:
+        from agy_host.keeper.client import end_warm
+
+        await end_warm(host, session)  # --keep-alive 0: the session's warm agent, if any, ends first
     async with SessionRuntime.open(host, cwd=cwd, sink=sink, diffs=diffs, exit_on_third_interrupt=True) as local:
         attached.runtime = local
         result: TurnResult | None = None

@@ -136,6 +136,17 @@ async def request(host: Host, frame: wire.Status | wire.Stop | wire.Cancel) -> w
         await frames.aclose()
 
 
+async def end_warm(host: Host, session: str) -> None:
+    """Before a turn runs cold on a named session: end the session's warm
+    agent, if a keeper holds one, so two agents never hold one conversation
+    (the warm one would not have this turn's exchange). Starts nothing; a
+    keeper that cannot be asked is no reason to stop the command."""
+    try:
+        await request(host, wire.Stop(session=session, only_idle=True))
+    except (wire.FrameError, OSError, trio.BrokenResourceError):
+        pass
+
+
 class RemoteRuntime:
     """One command's turns on a warm session (see the module docstring)."""
 
@@ -326,6 +337,7 @@ __all__ = [
     "KeeperUnavailable",
     "RemoteRuntime",
     "connect",
+    "end_warm",
     "request",
     "run_request",
 ]

@@ -96,9 +96,9 @@ class Keeper:
             count += await self.stop(name)
         return count
 
-    async def stop(self, name: str) -> int:
+    async def stop(self, name: str, *, only_idle: bool = False) -> int:
         warm = self.sessions.get(name)
-        if warm is None:
+        if warm is None or (only_idle and warm.running):
             return 0
         if warm.running and warm.runtime is not None:
             warm.runtime.abort("stopped")
@@ -152,7 +152,10 @@ class Keeper:
         elif isinstance(request, wire.Status):
             await frames.send(self.status(request.session))
         elif isinstance(request, wire.Stop):
-            count = await (self.stop(request.session) if request.session else self.stop_all())
+            if request.session:
+                count = await self.stop(request.session, only_idle=request.only_idle)
+            else:
+                count = await self.stop_all()
             await frames.send(wire.Done(message=f"stopped {count} warm agent(s)", count=count))
         elif isinstance(request, wire.Cancel):
             warm = self.sessions.get(request.session)
@@ -198,8 +201,15 @@ class Keeper:
         assert self._nursery is not None
         async with self._starting:
             warm = self.sessions.get(request.session)
+            if request.warm_only:
+                return _served_thin(warm, request)
             if warm is not None and not warm.running and _stale(warm, request):
-                why = "its agent is gone" if warm.profile == _profile(request) else "the command's settings differ"
+                if warm.profile != _profile(request):
+                    why = "the command's settings differ"
+                elif warm.outdated():
+                    why = "another process ran a turn on it since"
+                else:
+                    why = "its agent is gone"
                 log(f"session {request.session!r}: {why}; starting cold")
                 self.sessions.pop(request.session, None)
                 await warm.close()
@@ -306,10 +316,47 @@ def _profile(request: wire.RunTurn) -> str:
     return profile_of(request.session, request.cwd, request.host)
 
 
+class NotWarm(Exception):
+    """A ``warm_only`` request (the thin client's) this keeper does not serve;
+    the command takes its normal path, which may start the agent."""
+
+
+def _served_thin(warm: WarmSession | None, request: wire.RunTurn) -> WarmSession:
+    """The warm session a ``warm_only`` request runs on, else :class:`NotWarm`
+    saying why. Served only when the command's normal path would have had
+    nothing more to say or do on its own side: the agent is warm and fits,
+    the session's binding is in the store (else the normal path may note that
+    a new conversation starts), and no installed plugin registers renderers or
+    permission policies (the thin client draws and answers with the built-in
+    ones). A session busy with another command's turn is returned as it is:
+    the caller waits for it and asks again."""
+    from agy_host.plugins import BUILTIN_PLUGINS
+
+    if warm is None:
+        raise NotWarm(f"session {request.session!r} has no warm agent")
+    if warm.running:
+        return warm
+    runtime, host = warm.runtime, warm.host
+    if runtime is None or host is None or runtime.layer is None or _stale(warm, request):
+        raise NotWarm(f"session {request.session!r} has no warm agent that fits this command")
+    try:
+        bound = host.store.get(runtime.engine.store_key(request.session)) is not None
+    except Exception as exc:  # the normal path reports a store it cannot read
+        raise NotWarm(f"the session store cannot be read: {exc}") from exc
+    if not bound:
+        raise NotWarm(f"session {request.session!r} has no conversation binding in the store")
+    hook = host.plugins.pm.hook
+    for caller in (hook.agy_host_register_renderers, hook.agy_host_register_permission_policies):
+        for impl in caller.get_hookimpls():
+            if impl.plugin_name not in BUILTIN_PLUGINS:
+                raise NotWarm(f"plugin {impl.plugin_name!r} draws or answers on the command's side")
+    return warm
+
+
 def _stale(warm: WarmSession, request: wire.RunTurn) -> bool:
     """The warm session no longer fits: other settings, or its agent died."""
     started = warm.runtime is not None and warm.runtime.layer is not None
-    return warm.profile != _profile(request) or (started and not warm.alive)
+    return warm.profile != _profile(request) or (started and not warm.alive) or warm.outdated()
 
 
 def peer_uid(stream: trio.SocketStream) -> int | None:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
+from agy_host.contract.events import CommandsUpdated, TurnStarted
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.tools import ToolResult
@@ -217,6 +218,8 @@ class WarmSession:
         self.host: RemoteHost | None = None
         self.diffs: DiffSource | None = None
         self.turns = 0
+        #: The store's binding after this agent's last turn (see :meth:`outdated`).
+        self.seen: tuple[str, str] | None = None
         self.last_used = time.monotonic()
         self.turn_lock = trio.Lock()
         self.model = ""
@@ -302,14 +305,41 @@ class WarmSession:
             self.last_used = time.monotonic()
         if result is not None:
             self.runtime.write_last_run(request.session, result)
+        self.seen = self._binding()
         if settings.model:
             self.model = settings.model
         return result, was_warm
 
+    def _binding(self) -> tuple[str, str] | None:
+        """The session's binding as the store has it: (conversation, last write)."""
+        runtime = self.runtime
+        if runtime is None:
+            return None
+        try:
+            store = runtime.host.store
+            store.reload()  # another process may have written it (a moment under the store's lock)
+            found = store.get(runtime.engine.store_key(self.name))
+        except Exception:
+            return None
+        return (found.conversation_id, found.updated_at) if found is not None else None
+
+    def outdated(self) -> bool:
+        """Another process ran a turn on the session since this agent's last
+        one (a cold command, another build, the Python API): the live agent
+        does not have that exchange, so it must not answer the next turn."""
+        return self.seen is not None and self._binding() != self.seen
+
     def _sink(self, event: HostEvent) -> None:
         relay = self.relay
-        if relay is not None:
-            relay.event(event)
+        if relay is None:
+            return
+        relay.event(event)
+        if isinstance(event, TurnStarted) and self.runtime is not None and self.runtime.layer is not None:
+            # A warm agent advertised its commands to an earlier command; this
+            # command's output carries them too, as a cold start's would.
+            commands = self.runtime.layer.agent_commands
+            if commands and self.turns > 0:
+                relay.event(CommandsUpdated(commands=list(commands)))
 
     def _warn(self, message: str) -> None:
         relay = self.relay

@@ -141,6 +141,9 @@ class Stop(_Frame, tag="stop"):
     """End warm agents gracefully: one session, or every one (``session`` unset)."""
 
     session: str | None = None
+    #: Leave a session whose turn is running alone (a cold command about to
+    #: wait for that turn: the agent is replaced later, as outdated).
+    only_idle: bool = False
 
 
 class Cancel(_Frame, tag="cancel"):
