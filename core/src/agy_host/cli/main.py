@@ -2,7 +2,10 @@
 
 ``agy-host --version`` is answered here, before typer, trio or msgspec are
 imported, so scripts that probe the version pay for Python's start-up and
-nothing else. Everything else builds the typer app (:mod:`agy_host.cli.app`).
+nothing else. ``agy-host run --session NAME ...`` on a warm agent is run by
+the thin client (:mod:`agy_host.keeper.thin`: no typer, no trio, no engine)
+when it can take the command whole. Everything else builds the typer app
+(:mod:`agy_host.cli.app`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,16 @@ def main(
 
         print(f"agy-host {__version__}")
         return 0
+    if argv is None and env is None and not extra_plugins and args[:1] == ["run"]:
+        try:
+            from agy_host.keeper import thin
+
+            code = thin.run(args[1:])
+        except KeyboardInterrupt:  # Ctrl-C before the thin client watches signals
+            print("agy-host: interrupted", file=sys.stderr)
+            return 130
+        if code is not None:
+            return code
     from agy_host.cli.app import run_app
 
     return run_app(args, extra_plugins=extra_plugins, env=env)

@@ -191,38 +191,23 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
         renderer.close()
     except Exception as exc:
         host.warn(f"the renderer failed while closing: {describe_error(exc)}")
-    if error:
-        print(f"agy-host: error: {error}", file=sys.stderr, flush=True)
-    elif signals.terminated is not None:
-        print(f"agy-host: ended by {signals.terminated.name}", file=sys.stderr, flush=True)
-    elif interrupted:
-        print("agy-host: interrupted", file=sys.stderr, flush=True)
-    code = result.exit_code if result is not None else (ExitCode.ERROR if error else ExitCode.INTERRUPTED)
-    if return_code is not None and result is None:
-        code = return_code
-    code = signals.exit_code(code)
-    if opts.fmt == "json":
-        _print_done(opts, result, code, error)
-    return code
+    from agy_host.cli.run_end import end_of_run
+
+    return end_of_run(
+        fmt=opts.fmt,
+        session=opts.session,
+        result=result,
+        error=error,
+        return_code=return_code,
+        interrupted=interrupted,
+        terminated=signals.terminated,
+    )
 
 
 def _print_done(opts: RunOptions, result: TurnResult | None, code: int, error: str) -> None:
-    from agy_host.contract.events import EVENT_SCHEMA_VERSION
+    from agy_host.cli.run_end import print_done
 
-    done = {
-        "type": "done",
-        "version": EVENT_SCHEMA_VERSION,
-        "stop_reason": result.stop_reason if result else ("aborted" if code == ExitCode.INTERRUPTED else "error"),
-        "exit_code": code,
-        "session": opts.session,
-        "conversation_id": result.conversation_id if result else None,
-        "usage": result.usage if result else None,
-        "cumulative_usage": result.cumulative_usage if result else None,
-        "duration_s": result.duration_s if result else None,
-        "error": (result.error if result else error) or None,
-    }
-    sys.stdout.write(msgspec.json.encode(done).decode() + "\n")
-    sys.stdout.flush()
+    print_done(opts.session, result, code, error)
 
 
 __all__ = ["RUN_HELP", "RunOptions", "register", "run_command"]

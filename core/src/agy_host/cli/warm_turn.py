@@ -71,11 +71,12 @@ def unavailable(exc: BaseException) -> str:
 def failure(exc: BaseException) -> tuple[str, int | None]:
     """A keeper's refusal or end, for the user: the message and the exit code
     (``None``: the command's usual code for an error)."""
+    from agy_host.keeper.attached import lost
     from agy_host.keeper.client import KeeperRefused
 
     if isinstance(exc, KeeperRefused):
         return str(exc), exc.code
-    return f"{exc}; the session binding is kept, the next command starts the agent again", None
+    return lost(exc), None
 
 
 class Attached:

@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from agy_host.exit_codes import ExitCode
-from agy_host.keeper import place, wire
+from agy_host.keeper import attached, place, wire
 
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
@@ -180,16 +179,10 @@ class RemoteRuntime:
         if frames is None or nursery is None:
             return False
         self._interrupts += 1
-        what = "interrupting" if sig is None else f"{sig.name}: ending"
-        again = "Ctrl-C" if sig is None else sig.name
-        if self._interrupts == 1:
-            self.say(f"\nagy-host: {what} the turn ({again} again to stop waiting)")
-        elif self._interrupts == 2:
-            self.say("agy-host: not waiting for the agent any longer")
-        else:
-            for stream in (sys.stdout, sys.stderr):
-                stream.flush()
-            os._exit(128 + int(sig) if sig is not None else int(ExitCode.INTERRUPTED))
+        notice = attached.interrupt_notice(self._interrupts, sig)
+        if notice is None:
+            attached.leave_at_once(attached.exit_code_of(sig))
+        self.say(notice)
         nursery.start_soon(self._send_quietly, wire.Interrupt(signal=sig.name if sig is not None else ""))
         return True
 
@@ -209,12 +202,23 @@ class RemoteRuntime:
         """Run ``request`` on the keeper; the result, or ``None`` when the
         keeper stopped waiting for the agent (the second Ctrl-C)."""
         frames = await connect(self.host, command=" ".join(sys.argv[:2]))
-        self._interrupts = 0
+        return await self.follow(frames, request)
+
+    async def follow(
+        self, frames: wire.FrameStream, request: wire.RunTurn | None = None, *, interrupts: int = 0
+    ) -> TurnResult | None:
+        """Send ``request`` on the greeted connection ``frames`` and follow
+        the turn to its end (as :meth:`turn`). ``request`` is ``None`` when
+        the turn was sent already: the thin client hands its connection over
+        here when a frame needs this command's host (a permission request, a
+        question), with the interrupts its user gave so far."""
+        self._interrupts = interrupts
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
                 self._frames = frames
-                await frames.send(request)
+                if request is not None:
+                    await frames.send(request)
                 done = await self._read(frames, nursery)
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
@@ -233,9 +237,9 @@ class RemoteRuntime:
             try:
                 raw = await frames.receive_raw()
             except (wire.FrameError, trio.BrokenResourceError, OSError) as exc:
-                raise KeeperGone(f"the connection to the keeper broke: {exc}") from exc
+                raise KeeperGone(attached.broken(exc)) from exc
             if raw is None:
-                raise KeeperGone("the keeper holding the warm agent ended mid-turn")
+                raise KeeperGone(attached.KEEPER_ENDED)
             frame = wire.decode_for_client(raw)
             if isinstance(frame, wire.Event):
                 if self.sink is not None:

@@ -29,6 +29,7 @@ import struct
 import time
 from pathlib import Path
 
+import msgspec
 import trio
 
 from agy_host.contract.events import Notice
@@ -201,6 +202,8 @@ class Keeper:
         assert self._nursery is not None
         async with self._starting:
             warm = self.sessions.get(request.session)
+            if request.warm_only:
+                return _served_thin(warm, request)
             if warm is not None and not warm.running and _stale(warm, request):
                 if warm.profile != _profile(request):
                     why = "the command's settings differ"
@@ -223,6 +226,9 @@ class Keeper:
         while True:
             try:
                 warm = await self._warm_for(request)
+            except NotWarm as exc:
+                await frames.send(wire.Refused(reason=str(exc), fallback=True))
+                return
             except Exception as exc:
                 error = f"the keeper could not open the session: {type(exc).__name__}: {exc}"
                 await frames.send(wire.TurnDone(error=error))
@@ -271,6 +277,8 @@ class Keeper:
                 relay.finish()  # the writer sends the rest, then ends
                 reader.cancel()
         if not relay.gone.is_set():
+            if result is not None and not request.result_text:
+                result = msgspec.structs.replace(result, response="")
             await frames.send(wire.TurnDone(result=result, error=error, warm=was_warm))
         relay.close()
 
@@ -312,6 +320,43 @@ class Keeper:
 
 def _profile(request: wire.RunTurn) -> str:
     return profile_of(request.session, request.cwd, request.host)
+
+
+class NotWarm(Exception):
+    """A ``warm_only`` request (the thin client's) this keeper does not serve;
+    the command takes its normal path, which may start the agent."""
+
+
+def _served_thin(warm: WarmSession | None, request: wire.RunTurn) -> WarmSession:
+    """The warm session a ``warm_only`` request runs on, else :class:`NotWarm`
+    saying why. Served only when the command's normal path would have had
+    nothing more to say or do on its own side: the agent is warm and fits,
+    the session's binding is in the store (else the normal path may note that
+    a new conversation starts), and no installed plugin registers renderers or
+    permission policies (the thin client draws and answers with the built-in
+    ones). A session busy with another command's turn is returned as it is:
+    the caller waits for it and asks again."""
+    from agy_host.plugins import BUILTIN_PLUGINS
+
+    if warm is None:
+        raise NotWarm(f"session {request.session!r} has no warm agent")
+    if warm.running:
+        return warm
+    runtime, host = warm.runtime, warm.host
+    if runtime is None or host is None or runtime.layer is None or _stale(warm, request):
+        raise NotWarm(f"session {request.session!r} has no warm agent that fits this command")
+    try:
+        bound = host.store.get(runtime.engine.store_key(request.session)) is not None
+    except Exception as exc:  # the normal path reports a store it cannot read
+        raise NotWarm(f"the session store cannot be read: {exc}") from exc
+    if not bound:
+        raise NotWarm(f"session {request.session!r} has no conversation binding in the store")
+    hook = host.plugins.pm.hook
+    for caller in (hook.agy_host_register_renderers, hook.agy_host_register_permission_policies):
+        for impl in caller.get_hookimpls():
+            if impl.plugin_name not in BUILTIN_PLUGINS:
+                raise NotWarm(f"plugin {impl.plugin_name!r} draws or answers on the command's side")
+    return warm
 
 
 def _stale(warm: WarmSession, request: wire.RunTurn) -> bool:

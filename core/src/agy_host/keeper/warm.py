@@ -73,6 +73,7 @@ VOLATILE_ENV = frozenset(
         "HISTFILE",
         "HISTSIZE",
         "AGY_HOST_TTY",
+        "AGY_HOST_THIN",
         "PYTEST_CURRENT_TEST",
     }
 )

@@ -12,10 +12,9 @@ permission requests, questions, turn results), so nothing is translated.
 from __future__ import annotations
 
 import struct
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import trio
 
 from agy_host.contract.events import HostEvent
 from agy_host.contract.interactions import Answer, Question
@@ -23,6 +22,9 @@ from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.prompt import PromptBlock
 from agy_host.contract.tools import ToolResult
 from agy_host.contract.turn_result import TurnResult
+
+if TYPE_CHECKING:  # imported when a FrameStream is made: the thin client runs without trio
+    import trio
 
 #: The wire's own version: a client and a keeper that differ never talk.
 WIRE_VERSION = 1
@@ -108,6 +110,15 @@ class RunTurn(_Frame, tag="run"):
     keep_alive_s: float = 300.0
     #: Fail at once when another command's turn runs on the session.
     no_wait: bool = False
+    #: Only on an agent that is warm already (the thin client's request,
+    #: :mod:`agy_host.keeper.thin`): otherwise the keeper answers
+    #: ``Refused(fallback=True)`` before anything else and the command takes
+    #: its normal path.
+    warm_only: bool = False
+    #: ``False``: the ``done`` frame's result leaves out the answer's text,
+    #: which the client drew from the events already (a flood's answer is
+    #: not sent twice).
+    result_text: bool = True
 
 
 class Interrupt(_Frame, tag="interrupt"):
@@ -167,6 +178,9 @@ class Refused(_Frame, tag="refused"):
     reason: str
     #: The exit code the client should end with.
     code: int = 1
+    #: Not an error: the request asked for ``warm_only`` and the session is
+    #: not warm (or not in a way the thin client can serve); nothing ran.
+    fallback: bool = False
 
 
 class Event(_Frame, tag="event"):
@@ -258,7 +272,22 @@ def encode(frame: _Frame) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-def frame_length(header: bytes) -> int:
+def encode_all(frames: tuple[_Frame, ...] | list[_Frame]) -> bytearray:
+    """Frames as one buffer to send at once, each body encoded in place
+    after its header: a large body (a flood's answer) is not copied again."""
+    out = bytearray()
+    for frame in frames:
+        start = len(out)
+        out += bytes(HEADER_SIZE)
+        _encoder.encode_into(frame, out, -1)
+        size = len(out) - start - HEADER_SIZE
+        if size > MAX_FRAME:
+            raise FrameError(f"frame of {size} bytes is over the {MAX_FRAME} byte limit")
+        _LENGTH.pack_into(out, start, size)
+    return out
+
+
+def frame_length(header: bytes | bytearray | memoryview) -> int:
     """The body length a 4-byte header announces; refused when too large."""
     (length,) = _LENGTH.unpack(header)
     if length > MAX_FRAME:
@@ -273,7 +302,7 @@ def decode_for_keeper(body: bytes) -> ToKeeper:
         raise FrameError(f"not a keeper request: {exc}") from exc
 
 
-def decode_for_client(body: bytes) -> ToClient:
+def decode_for_client(body: bytes | bytearray | memoryview) -> ToClient:
     try:
         return _to_client.decode(body)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -287,13 +316,16 @@ class FrameStream:
     """Frames over one trio stream: whole frames in, whole frames out, one
     writer at a time. ``receive`` returns ``None`` at a clean end of stream."""
 
-    def __init__(self, stream: trio.abc.Stream) -> None:
+    def __init__(self, stream: trio.abc.Stream, buffered: bytes = b"") -> None:
+        import trio
+
         self.stream = stream
-        self._buffer = bytearray()
+        #: ``buffered``: bytes already read from the stream (a connection handed over mid-turn).
+        self._buffer = bytearray(buffered)
         self._send_lock = trio.Lock()
 
     async def send(self, *frames: _Frame) -> None:
-        data = b"".join(encode(f) for f in frames)
+        data = encode_all(frames)
         async with self._send_lock:
             await self.stream.send_all(data)
 
@@ -356,5 +388,6 @@ __all__ = [
     "decode_for_client",
     "decode_for_keeper",
     "encode",
+    "encode_all",
     "frame_length",
 ]
