@@ -357,3 +357,27 @@ def test_no_wheel_platforms_get_a_clear_error() -> None:
     assert problem is not None and "linux aarch64" in problem and "ANTIGRAVITY_HARNESS_PATH" in problem
     assert install.platform_problem("linux", "x86_64") is None
     assert install.platform_problem("darwin", "arm64") is None
+
+
+async def test_a_conversation_closed_over_a_refused_key_is_an_auth_failure() -> None:
+    """Under load the harness can close the socket before its error frame is
+    read; its own words (an API key refused) still make the failure ``auth``."""
+    from agy_host.contract.prompt import TextBlock
+    from agy_host.engine.driver import TurnRequest
+    from agy_host_harness import outcome
+    from agy_host_harness.turn import HarnessTurn
+
+    class Gone:
+        alive = False
+        returncode = 1
+
+        def reason(self) -> str:
+            return "Error 401, Message: API key not valid. Please pass a valid API key."
+
+    turn = HarnessTurn(TurnRequest(session="s", prompt=[TextBlock(text="go")], cwd="/tmp"))
+    turn.socket_closed = "closed"
+    failed = outcome.settle(turn, Gone())  # type: ignore[arg-type]
+    assert (failed.error_kind, "API key not valid" in failed.error) == ("auth", True)
+    turn = HarnessTurn(TurnRequest(session="s", prompt=[TextBlock(text="go")], cwd="/tmp"))
+    turn.socket_closed = "closed"
+    assert outcome.settle(turn, None).error_kind == "exited"

@@ -36,7 +36,10 @@ def settle(turn: HarnessTurn, harness: HarnessProcess | None) -> OutcomeActivity
         if gone and harness is not None and harness.returncode is not None:
             said = f"exit code {harness.returncode}" + (f"; {said}" if said else "")
         detail = f": {said}" if said else f" ({turn.socket_closed})"
-        return turn.failed(f"{what} mid-turn{detail}", "exited")
+        # A refused key can end the conversation before its error frame is
+        # read (under load): the harness's own words still say what it was.
+        kind: ErrorKind = "auth" if _says_auth(said) else "exited"
+        return turn.failed(f"{what} mid-turn{detail}", kind)
     stop = turn.stop_reason
     if stop in BUDGETS:
         what, key = BUDGETS[stop]
@@ -51,8 +54,8 @@ def settle(turn: HarnessTurn, harness: HarnessProcess | None) -> OutcomeActivity
     if turn.trajectory_error:
         steps = [e for e in turn.mapper.errors if e not in turn.trajectory_error]
         message = turn.trajectory_error + (f" ({'; '.join(steps[-2:])})" if steps else "")
-        kind: ErrorKind = "auth" if any(w in message.lower() for w in _AUTH_WORDS) else "agent"
-        return turn.failed(message, kind, turn.error_code or "error")
+        failed: ErrorKind = "auth" if _says_auth(message) else "agent"
+        return turn.failed(message, failed, turn.error_code or "error")
     return OutcomeActivity(
         status="ok",
         stop_reason="stop",
@@ -60,6 +63,11 @@ def settle(turn: HarnessTurn, harness: HarnessProcess | None) -> OutcomeActivity
         conversation_id=turn.conversation_id,
         response=turn.response(),
     )
+
+
+def _says_auth(text: str) -> bool:
+    lowered = text.lower()
+    return any(w in lowered for w in _AUTH_WORDS)
 
 
 __all__ = ["BUDGETS", "settle"]
