@@ -108,6 +108,10 @@ async def test_a_method_the_agent_does_not_offer_is_a_usage_error(tmp_path: Path
     assert "does not offer the sign-in method 'agent-platform' (it offers: oauth-personal)" in res.stderr
     bad = await run_cli(cli_env(tmp_path), "acp-auth", "--agent", agent, "--timeout", "0")
     assert bad.returncode == 2
+    # signed in already: an unknown method is still a mistake, not "nothing to do"
+    signed_in, _ = fake(tmp_path / "signed-in", "happy")
+    res = await run_cli(cli_env(tmp_path), "acp-auth", "--agent", signed_in, "--method", "nosuch")
+    assert res.returncode == 2 and "does not offer the sign-in method 'nosuch'" in res.stderr, res.stderr
 
 
 async def test_without_an_install_it_points_at_acp_install(tmp_path: Path) -> None:
