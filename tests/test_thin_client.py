@@ -105,6 +105,16 @@ def test_a_warm_turn_runs_in_the_thin_client(thin: Thin) -> None:
     assert sent.count("initialize") == 1 and sent.count("session/prompt") == 2, sent
 
 
+def test_the_thin_client_leaves_out_what_it_does_not_use(thin: Thin) -> None:
+    """Start-up is most of a warm turn: no file-locking or secrets modules
+    (only the config's writer and a generated session name need them)."""
+    agent = fake_acp_agent_command("echo", workdir=thin.tmp / "agents")
+    thin.command(agent, "t", "one")
+    second = thin.command(agent, "t", "two")
+    assert second.thin and second.code == 0, second.context()
+    assert not second.imported & {"agy_host.fsutil", "secrets", "tempfile"}, sorted(second.imported)
+
+
 SAME_OUTPUT = {
     "json, usage": ("usage", ("--format", "json")),
     "text, usage": ("usage", ()),

@@ -28,8 +28,6 @@ from typing import Any, Literal
 
 import msgspec
 
-from agy_host import fsutil
-
 
 class TurnConfig(msgspec.Struct, kw_only=True):
     #: Overall turn deadline (parked time does not count).
@@ -421,6 +419,8 @@ def read_raw(path: Path, warn: Callable[[str], None]) -> dict[str, Any]:
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        from agy_host import fsutil  # here: the thin client reads the config on its hot path
+
         moved = fsutil.quarantine(path)
         warn(f"config: {path} is not valid TOML ({exc}); moved it to {moved} and using defaults")
         return {}
@@ -501,6 +501,8 @@ def set_value(dotted: str, text: str, path: Path | None = None, env: Mapping[str
 
     A file that does not parse is refused (never clobbered)."""
     import tomli_w
+
+    from agy_host import fsutil
 
     target = path or config_path(env)
     if target.is_symlink():

@@ -7,12 +7,13 @@ API share these rules, so a session made by one is usable by the other.
 
 from __future__ import annotations
 
-import secrets
 import time
 
 
 def generate_session_name(prefix: str = "run") -> str:
     """``run-20261202-152400-a1b2``: sortable, and unique enough per second."""
+    import secrets  # here: the thin client checks names on its hot path
+
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
