@@ -12,16 +12,18 @@ left running.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import signal
+import subprocess
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
-from warm_kit import Warm, wait_gone
+from warm_kit import Warm, read_until, wait_gone
 
 import agy_host
 from agy_host.keeper import wire
@@ -230,11 +232,23 @@ def test_a_busy_warm_agent_is_waited_for_or_refused_as_on_the_cold_path(
     warm: WarmHome, caplog: pytest.LogCaptureFixture
 ) -> None:
     """While one program's turn runs on the warm agent, ``wait=False`` ends
-    at once as a busy turn (exit 7, ``SessionBusy``), and a waiting turn
-    that is cancelled leaves the queue at once with nothing sent; the
-    holder's own cancel reaches the agent through the keeper."""
+    at once as a busy turn (exit 7, ``SessionBusy``); a waiting turn that is
+    cancelled, or a waiting command's Ctrl-C, leaves the keeper's queue at
+    once with nothing sent, ever; the holder's own cancel reaches the agent
+    through the keeper."""
     agent = warm.agent("cancel-graceful")
     seen: dict[str, Any] = {}
+
+    def ctrl_c_while_queued() -> subprocess.CompletedProcess[str]:
+        proc = warm.start("run", "--agent", agent.command_line, "--session", "b", "--format", "json", "ctrl-c")
+        try:
+            read_until(proc, "session-busy")
+            proc.send_signal(signal.SIGINT)
+            out, err = proc.communicate(timeout=30)
+        finally:
+            proc.kill()  # a command that did not end is not left behind
+            proc.wait()
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
     async def main() -> None:
         async with warm.open(agent, session="b") as holder, trio.open_nursery() as nursery:
@@ -256,7 +270,12 @@ def test_a_busy_warm_agent_is_waited_for_or_refused_as_on_the_cold_path(
                 with trio.move_on_after(1.5):
                     await waiting.run("queued")
                 seen["left"] = waiting.result
+            seen["ctrl-c"] = await trio.to_thread.run_sync(ctrl_c_while_queued)
             running.cancel()
+        async with warm.open(agent, session="b") as after, after.prompt("after") as turn:
+            async for event in turn:  # the next turn in the keeper's queue runs: this one
+                if isinstance(event, agy_host.TextDelta):
+                    break
 
     with caplog.at_level(logging.WARNING, logger="agy_host"):
         trio.run(main)
@@ -267,7 +286,10 @@ def test_a_busy_warm_agent_is_waited_for_or_refused_as_on_the_cold_path(
     left = seen["left"]
     assert (left.exit_code, left.stop_reason) == (130, "aborted") and "nothing was sent" in left.error, left
     assert any("is busy" in r.getMessage() and "wait=False" in r.getMessage() for r in caplog.records)
-    assert agent.methods().count("session/prompt") == 1, "only the holder's prompt reached the agent"
+    ctrl_c = seen["ctrl-c"]
+    assert ctrl_c.returncode == 130 and "nothing was sent" in ctrl_c.stdout, ctrl_c.stdout + ctrl_c.stderr
+    sent = [json.dumps(r["params"]["prompt"]) for r in agent.requests("session/prompt")]
+    assert len(sent) == 2 and "hold" in sent[0] and "after" in sent[1], "no queued turn reached the agent"
     assert (seen["holder"].stop_reason, seen["holder"].exit_code) == ("aborted", 130)
     assert "session/cancel" in agent.methods()
 

@@ -248,11 +248,44 @@ class Keeper:
                         code="session-busy",
                     )
                     await frames.send(wire.Event(event=waiting))
-            async with warm.turn_lock:
+            if not await self._take_turn(frames, request, warm):
+                return  # the client left, or stopped waiting: nothing was sent
+            try:
                 if self.sessions.get(request.session) is not warm or warm.runtime is None or _stale(warm, request):
                     continue  # replaced, ended or unfit while this command waited: look again
                 await self._run_attached(frames, request, label, warm)
                 return
+            finally:
+                warm.turn_lock.release()
+
+    async def _take_turn(self, frames: wire.FrameStream, request: wire.RunTurn, warm: WarmSession) -> bool:
+        """Take ``warm``'s turn lock for this client; ``False`` (not taken) when
+        the client left or interrupted while it waited, so nothing is sent on
+        its behalf: an interrupt is answered as a cold command that stops
+        waiting ends (aborted, exit 130, nothing sent)."""
+        from agy_host.runtime.session import gave_up_waiting
+
+        lock = warm.turn_lock
+        started = time.monotonic()
+        taken = False
+        with trio.CancelScope() as waiting:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_cancel_when_readable, frames, waiting)
+                await lock.acquire()
+                taken = True
+                nursery.cancel_scope.cancel()
+        if taken:
+            return True
+        raw = await frames.receive_raw()
+        if raw is None:
+            log(f"session {request.session!r}: a client left while it waited; nothing was sent")
+            return False
+        frame = wire.decode_for_keeper(raw)
+        if not isinstance(frame, wire.Interrupt):
+            raise wire.FrameError(f"unexpected {type(frame).__name__} while the turn waits")
+        result = gave_up_waiting(request.session, time.monotonic() - started)
+        await frames.send(wire.TurnDone(result=result))
+        return False
 
     async def _run_attached(
         self, frames: wire.FrameStream, request: wire.RunTurn, label: str, warm: WarmSession
@@ -316,6 +349,11 @@ class Keeper:
             await trio.sleep(ABANDONED_GRACE_S)
             if runtime.running:
                 runtime.stop_waiting()
+
+
+async def _cancel_when_readable(frames: wire.FrameStream, scope: trio.CancelScope) -> None:
+    await frames.wait_readable()
+    scope.cancel()
 
 
 def _profile(request: wire.RunTurn) -> str:

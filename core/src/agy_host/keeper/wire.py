@@ -350,6 +350,19 @@ class FrameStream:
             raise FrameError("the peer closed the connection mid-frame")
         return body
 
+    async def wait_readable(self) -> None:
+        """Until the peer has sent something or closed (what is buffered
+        counts): how a keeper notices a client that leaves, or interrupts,
+        while its request waits."""
+        import trio
+
+        if self._buffer:
+            return
+        sock = getattr(self.stream, "socket", None)
+        if sock is None:
+            await trio.sleep_forever()  # a stream that cannot say
+        await trio.lowlevel.wait_readable(sock)
+
     async def aclose(self) -> None:
         await self.stream.aclose()
 
