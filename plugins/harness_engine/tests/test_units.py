@@ -362,10 +362,11 @@ def test_no_wheel_platforms_get_a_clear_error() -> None:
 async def test_a_conversation_closed_over_a_refused_key_is_an_auth_failure() -> None:
     """Under load the harness can close the socket before its error frame is
     read; its own words (an API key refused) still make the failure ``auth``."""
-    from agy_host.contract.prompt import TextBlock
-    from agy_host.engine.driver import TurnRequest
     from agy_host_harness import outcome
     from agy_host_harness.turn import HarnessTurn
+
+    from agy_host.contract.prompt import TextBlock
+    from agy_host.engine.driver import TurnRequest
 
     class Gone:
         alive = False
