@@ -178,12 +178,16 @@ class RemoteRuntime:
         frames, nursery = self._frames, self._nursery
         if frames is None or nursery is None:
             return False
+        frame = wire.Interrupt(signal=sig.name if sig is not None else "")
+        try:
+            nursery.start_soon(self._send_quietly, frame)
+        except RuntimeError:  # the turn's nursery is closing: the turn has just ended
+            return False
         self._interrupts += 1
         notice = attached.interrupt_notice(self._interrupts, sig)
         if notice is None:
             attached.leave_at_once(attached.exit_code_of(sig))
         self.say(notice)
-        nursery.start_soon(self._send_quietly, wire.Interrupt(signal=sig.name if sig is not None else ""))
         return True
 
     async def _send_quietly(self, frame: wire.Interrupt) -> None:
@@ -220,6 +224,7 @@ class RemoteRuntime:
                 if request is not None:
                     await frames.send(request)
                 done = await self._read(frames, nursery)
+                self._nursery = None  # the turn is over: a signal from now on finds none running
                 nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:
             raise _single(group) from None
