@@ -366,3 +366,24 @@ def test_a_warm_agent_another_process_went_past_is_replaced(warm: Warm) -> None:
     [after] = warm.status()["sessions"]
     assert after["agent_pid"] != info["agent_pid"], "a new agent, which loads the conversation"
     assert "session/load" in [m.get("method") for m in agent.received()]
+
+
+def test_a_keeper_whose_code_was_upgraded_ends_once_idle(warm: Warm, tmp_path: Path) -> None:
+    """A newer agy-host never talks to an older keeper (another build, another
+    socket); the older one notices the upgrade and ends with its agents."""
+    import shutil
+
+    import agy_host
+
+    site = tmp_path / "site"
+    shutil.copytree(Path(agy_host.__file__).parent, site / "agy_host")
+    warm.env["PYTHONPATH"] = os.pathsep.join([str(site), *filter(None, [warm.env.get("PYTHONPATH")])])
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    assert warm.run(agent, "old", "one").returncode == 0
+    keeper = warm.keeper_pid()
+    [info] = warm.status()["sessions"]
+    assert keeper is not None
+    later = time.time() + 5
+    os.utime(site / "agy_host" / "keeper" / "wire.py", (later, later))  # an upgrade, as pip leaves it
+    assert _wait_gone(keeper, 20), "the old keeper ended"
+    assert _wait_gone(info["agent_pid"], 10), "and its agent with it"

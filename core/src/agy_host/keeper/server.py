@@ -46,6 +46,8 @@ HELLO_TIMEOUT_S = 5.0
 ABANDONED_GRACE_S = 3.0
 #: How often idle sessions are looked at.
 REAP_EVERY_S = 0.5
+#: How often the keeper looks whether agy-host was upgraded under it.
+RECHECK_BUILD_S = 5.0
 #: The exit code of ``--no-wait`` on a busy session (the turn lock's, docs/usage.md).
 SESSION_BUSY = 7
 
@@ -77,8 +79,13 @@ class Keeper:
                 return
 
     async def _reap(self, scope: trio.CancelScope) -> None:
+        next_look = time.monotonic() + RECHECK_BUILD_S
         while True:
             await trio.sleep(REAP_EVERY_S)
+            if time.monotonic() >= next_look:
+                next_look = time.monotonic() + RECHECK_BUILD_S
+                if await self._replaced(scope):
+                    return
             for name, warm in list(self.sessions.items()):
                 if warm.expired:
                     log(f"session {name!r}: idle {warm.idle_s:.0f}s, ending its agent")
@@ -90,6 +97,23 @@ class Keeper:
                 log("nothing warm and no client: exiting")
                 scope.cancel()
                 return
+
+    async def _replaced(self, scope: trio.CancelScope) -> bool:
+        """agy-host was upgraded (or its code changed) under this keeper: a
+        newer command never talks to it (another build, another socket), so
+        once none of its sessions runs a turn it ends its agents and exits."""
+        from agy_host.keeper.place import build_stamp
+
+        try:
+            current = build_stamp()  # a stat of core's files: a millisecond
+        except Exception:
+            return False
+        if current == self.build or any(w.running for w in self.sessions.values()):
+            return False
+        log(f"the installed code is build {current} now, not {self.build}: ending warm agents and exiting")
+        await self.stop_all()
+        scope.cancel()
+        return True
 
     async def stop_all(self) -> int:
         count = 0
