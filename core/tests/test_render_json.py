@@ -104,6 +104,33 @@ def test_json_lines_carry_version_and_type_and_round_trip() -> None:
         assert decoder.decode(line) == event
 
 
+class _TextWrites(io.TextIOWrapper):
+    """A UTF-8 stream over bytes that counts what was written to it as text."""
+
+    text_chars = 0
+
+    def write(self, s: str) -> int:
+        self.text_chars += len(s)
+        return super().write(s)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_json_lines_go_to_a_utf8_streams_bytes_as_encoded(encoding: str) -> None:
+    """A flood's answer is not decoded to text and encoded back (on a UTF-8
+    stream); text written before a line stays before it."""
+    stream = _TextWrites(io.BytesIO(), encoding=encoding)
+    renderer = JsonRenderer(RenderOptions(stream=stream))
+    stream.write("before\n")
+    for event in SAMPLE:
+        renderer.handle(event)
+    stream.flush()
+    lines = stream.buffer.getvalue().decode(encoding).splitlines()  # type: ignore[attr-defined]
+    assert lines[0] == "before" and [json.loads(line)["type"] for line in lines[1:]] == [
+        e.__struct_config__.tag for e in SAMPLE
+    ]
+    assert stream.text_chars == (len("before\n") if encoding == "utf-8" else len("".join(lines)) + len(lines))
+
+
 def test_quiet_prints_the_final_answer_only(capsys: pytest.CaptureFixture[str]) -> None:
     buf = io.StringIO()
     renderer = QuietRenderer(RenderOptions(stream=buf))
