@@ -162,8 +162,10 @@ _ENGINE_PARAMS = sorted(ENGINES) or ["(none)"]
 @nox.parametrize("engine", _ENGINE_PARAMS)
 def parity(session: nox.Session, engine: str) -> None:
     """The parity suite (tests/parity) against one engine, installed alone
-    (with the bridge and the diff renderer; never the other engine).
-    ``-- --report`` also rewrites docs/parity.md from every engine's results."""
+    (with the bridge and the diff renderer; never the other engine), then its
+    warm subset (``--warm``: items 1, 2, 7, 8, 14, 19, 20 with warm agents on;
+    a quarter to a half of the cold run's time). ``-- --report`` also rewrites
+    docs/parity.md from every engine's (cold) results."""
     if engine not in ENGINES:
         session.skip("no engine plugin found: no plugins/*/pyproject.toml declares an agy_host.engines entry point")
     if not PARITY_SUITE.is_dir():
@@ -175,14 +177,13 @@ def parity(session: nox.Session, engine: str) -> None:
     _install_workspace(session, *TEST_DEPS, plugins=[ENGINES[engine], *companions])
     # The point of the session: this engine alone (a reused venv must not have gained another).
     session.run("python", "-c", _ONLY_ENGINE, engine, silent=True)
-    session.run(
-        "pytest",
-        str(PARITY_SUITE.relative_to(ROOT)),
-        "--engine",
-        engine,
-        *session.posargs,
-        env={**_pytest_env(), "AGY_HOST_PARITY_ENGINE": engine},
-    )
+    env = {**_pytest_env(), "AGY_HOST_PARITY_ENGINE": engine}
+    suite = str(PARITY_SUITE.relative_to(ROOT))
+    session.run("pytest", suite, "--engine", engine, *session.posargs, env=env)
+    # The same checks with warm agents: a session's later commands on the agent the keeper kept.
+    warm_args = [a for a in session.posargs if a != "--report"]
+    # (exit 5: a -k that selects no warm item)
+    session.run("pytest", suite, "--engine", engine, "--warm", *warm_args, env=env, success_codes=[0, 5])
 
 
 #: What the live check drives: both of Antigravity's engines (the real ACP

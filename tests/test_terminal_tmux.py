@@ -136,3 +136,42 @@ def answers(agent: object) -> list[str]:
             outcome = result["outcome"]
             outcomes.append(outcome.get("optionId") or outcome.get("outcome"))
     return outcomes
+
+
+def test_a_warm_agents_permission_prompt_is_answered_at_the_attached_commands_terminal(
+    tmp_path: Path, pane_for: list[Pane]
+) -> None:
+    """Two ``agy-host run --permissions ask`` commands, one after the other,
+    in a tmux pane: the second runs on the agent the first left warm, and
+    that agent's permission request is drawn and answered in the pane (the
+    attached command's terminal), not in the keeper holding the agent."""
+    import shlex
+
+    from warm_kit import stop_keeper
+
+    env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_KEEP_ALIVE_MINUTES="5")
+    env.pop("AGY_HOST_TTY", None)  # the command's controlling terminal: the tmux pane
+    agent = fake_acp_agent_command("permission", workdir=tmp_path / "agent")
+    argv = [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, "--session", "t"]
+    run = shlex.join([*argv, "--permissions", "ask", "go"])
+    script = tmp_path / "two_runs.sh"
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items() if k.isidentifier())
+    script.write_text(
+        f"{exports}cd {shlex.quote(str(tmp_path))}\n{run}\necho FIRST-DONE $?\n{run}\necho SECOND-DONE $?\n"
+    )
+    pane = Pane(["sh", str(script)])
+    pane_for.append(pane)
+    try:
+        pane.wait_for(r"session 't' asks for permission[\s\S]*choose \[1-")
+        pane.type("2")  # deny
+        pane.wait_for("FIRST-DONE 5")
+        shown = pane.wait_for(r"FIRST-DONE 5[\s\S]*session 't' asks for permission[\s\S]*choose \[1-")
+        assert "SECOND-DONE" not in shown
+        pane.type("1")  # allow
+        shown = pane.wait_for("SECOND-DONE 0")
+        assert "PERMIS" in shown.split("FIRST-DONE")[1], shown
+        assert answers(agent) == ["deny", "allow"]
+        methods = [m.get("method") for m in agent.received() if "method" in m]
+        assert methods.count("initialize") == 1, f"the second command ran on the warm agent: {methods}"
+    finally:
+        stop_keeper([sys.executable, "-m", "agy_host.cli.main"], env)

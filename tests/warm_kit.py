@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -92,15 +92,27 @@ class Warm:
         return runtime_dir(self.env, self.home / ".local" / "state" / "agy-host")
 
     def close(self) -> None:
-        pid = None
-        try:
-            pid = self.keeper_pid()
-            self.cli("sessions", "stop", "--all")
-        finally:
-            if pid is not None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGTERM)
-                assert wait_gone(pid, 10), f"keeper {pid} outlived its test"
+        stop_keeper(self.argv(), self.env)
+
+
+def stop_keeper(agy_host: list[str], env: Mapping[str, str]) -> None:
+    """Stop the keeper ``agy-host`` (its argv) reaches with ``env``, and its
+    warm agents (``sessions stop --all``, then SIGTERM); wait until it is gone."""
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*agy_host, *args], env=dict(env), capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False
+        )
+
+    status = cli("sessions", "status", "--format", "json")
+    assert status.returncode == 0, status.stderr
+    keeper = json.loads(status.stdout)["keeper"]
+    cli("sessions", "stop", "--all")
+    if keeper:
+        pid = int(keeper["pid"])
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+        assert wait_gone(pid, 10), f"keeper {pid} outlived its test"
 
 
 def alive(pid: int) -> bool:
@@ -167,6 +179,7 @@ __all__ = [
     "methods",
     "of",
     "read_until",
+    "stop_keeper",
     "until",
     "wait_gone",
 ]

@@ -64,6 +64,24 @@ def test_spinner_shows_only_while_the_agent_is_silent() -> None:
     r.close()
 
 
+async def test_no_spinner_draws_over_a_prompt_holding_the_terminal() -> None:
+    """A permission prompt or question is on the terminal (it holds the
+    terminal queue): the spinner waits, or it would erase the prompt's
+    ``choose [1-2 ...]:`` line while the person reads it."""
+    from agy_host.service.terminal_queue import QUEUE
+
+    clock = Clock()
+    r, buf = make(clock)
+    r.handle(TurnStarted(session="s", engine="acp"))
+    clock.now += SILENCE_S + 0.1
+    async with QUEUE.turn("session 's'"):
+        r._tick(1)
+        assert buf.getvalue() == "", "the spinner drew over the prompt"
+    r._tick(2)
+    assert "waiting for the agent" in buf.getvalue(), "after the prompt, the spinner is back"
+    r.close()
+
+
 def test_thinking_keeps_no_spinner_and_collapses_with_its_text_kept() -> None:
     clock = Clock()
     r, buf = make(clock)

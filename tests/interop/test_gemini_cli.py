@@ -285,3 +285,37 @@ def test_a_second_command_never_shows_the_replayed_history_as_its_answer(rig: Ri
         assert "replaced_conversation_id" not in end, ctx
     validate_tee_log(second.wire, where="gemini-cli wire")
     rig.close(ctx)
+
+
+def test_a_warm_gemini_cli_continues_the_conversation_across_two_commands(rig: Rig) -> None:
+    """What the test above cannot get from ``session/load`` (a new Gemini CLI
+    process refuses it), a warm agent keeps: the second command runs on the
+    same Gemini CLI, nothing is loaded, and its model request carries the
+    first exchange."""
+    from warm_kit import stop_keeper
+
+    rig.env["AGY_HOST_KEEP_ALIVE_MINUTES"] = "5"
+    rig.serve([{"echo": True}])  # each turn answers with the user text the model was sent
+    ctx = ""
+    try:
+        first = rig.run("first question", "--session", "work")
+        ctx = first.context
+        assert first.returncode == 0 and first.text.endswith("first question"), ctx
+        second = rig.run("second question", "--session", "work")
+        ctx = second.context
+        assert second.returncode == 0, ctx
+        assert second.text.endswith("second question") and "first question" not in second.text, ctx
+        [end1], [end2] = first.of_type("turn_end"), second.of_type("turn_end")
+        assert end2["conversation_id"] == end1["conversation_id"] and "replaced_conversation_id" not in end2, ctx
+        # one Gemini CLI process served both commands (the teed wire holds both): no second start, no load
+        methods = [w.frame.get("method") for w in second.wire.lines if w.sender == "client" and w.frame is not None]
+        assert methods.count("initialize") == 1 and "session/load" not in methods, methods
+        assert rig.api is not None
+        asked = [r for r in rig.api.requests() if "second question" in str(r.get("body"))]
+        assert asked and all("first question" in str(r["body"]) for r in asked), (
+            f"the model was not shown the first exchange: {asked}\n{ctx}"
+        )
+        validate_tee_log(second.wire, where="gemini-cli wire (warm)")
+    finally:
+        stop_keeper([str(rig.cli)], rig.env)
+    rig.close(ctx)

@@ -12,6 +12,13 @@ that quietly ran nothing would look like a pass.
 engine's latest results, so ``nox -s parity -- --report`` (one session per
 engine) fills the whole table.
 
+``--warm`` (or ``$AGY_HOST_PARITY_WARM=1``) runs the items of
+:data:`WARM_ITEMS` again with warm agents on (docs/sessions.md): a
+session's later commands run on the agent the keeper kept, and the same
+checks must pass; each test's keeper is stopped after it. ``nox -s parity``
+runs the suite cold, then this subset warm. Warm runs are not recorded in
+the report (its columns are the engines).
+
 ``--live`` runs ``test_live.py`` instead of the fake-agent suite: the
 checklist against real, signed-in agents (``parity.live``), only with
 ``AGY_HOST_LIVE=1``. Before anything runs it says how many agent turns the
@@ -32,7 +39,7 @@ from typing import Any
 
 import pytest
 from parity.live import LIVE_ENV, LIVE_SECTION, TARGETS, Discovery, LiveHome, QuotaStop, Target, discover
-from parity.rigs import ENGINE_ENV, RIGS, AcpRig, Home, Rig, installed_engines
+from parity.rigs import ENGINE_ENV, RIGS, WARM_ENV, AcpRig, Home, Rig, installed_engines
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS_DIR = REPO / ".cache" / "parity"
@@ -64,6 +71,11 @@ CHECKLIST = {
     "without it the turn starts a new conversation and says which it lost.",
 }
 _ITEM = re.compile(r"test_(\d\d)_")
+#: The items run again warm: streaming, continuity, abort, a restart per
+#: session, usage, the permission policy, resume or fail: what a warm agent
+#: could get wrong by being kept (the others drive a driver in-process, or
+#: are about the agent's start).
+WARM_ITEMS = frozenset({1, 2, 7, 8, 14, 19, 20})
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -80,6 +92,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="record results in .cache/parity/ and rewrite docs/parity.md (checklist item x engine)",
+    )
+    group.addoption(
+        "--warm",
+        action="store_true",
+        default=False,
+        help=f"run the warm subset (items {sorted(WARM_ITEMS)}) with warm agents on (also ${WARM_ENV}=1)",
     )
     group.addoption(
         "--live",
@@ -129,7 +147,21 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     return None
 
 
+def warm_run(config: pytest.Config) -> bool:
+    """The warm subset, not the cold suite (``--warm`` or ``$AGY_HOST_PARITY_WARM=1``)."""
+    return bool(config.getoption("--warm", default=False)) or os.environ.get(WARM_ENV) == "1"
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if warm_run(config) and not config.getoption("--live", default=False):
+        cold = [
+            i
+            for i in items
+            if (m := _ITEM.match(getattr(i, "originalname", i.name))) is None or int(m.group(1)) not in WARM_ITEMS
+        ]
+        if cold:
+            config.hook.pytest_deselected(items=cold)
+            items[:] = [i for i in items if i not in cold]
     unmarked = [i.nodeid for i in items if "live" in getattr(i, "fixturenames", ()) and not _turns(i)]
     if unmarked:
         raise pytest.UsageError(f"live tests must declare their turns with @pytest.mark.live_turns(n): {unmarked}")
@@ -241,8 +273,10 @@ def rig(engine: str, tmp_path: Path) -> Iterator[Rig]:
 
 
 @pytest.fixture
-def home(engine: str, tmp_path: Path) -> Home:
-    return Home(tmp_path / "user", engine)
+def home(engine: str, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Home]:
+    made = Home(tmp_path / "user", engine, warm=warm_run(request.config))
+    yield made
+    made.close()
 
 
 # ---------------------------------------------------------------------------
@@ -258,7 +292,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     callspec = getattr(item, "callspec", None)
     match = _ITEM.match(getattr(item, "originalname", item.name))
     params = callspec.params if callspec is not None else {}
-    if match is None or not ("engine" in params or "live" in params):
+    if match is None or not ("engine" in params or "live" in params) or warm_run(item.config):
         return report
     engine = str(params["engine"]) if "engine" in params else f"{LIVE_PREFIX}{params['live'].name}"
     number = str(int(match.group(1)))

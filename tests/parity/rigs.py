@@ -40,6 +40,9 @@ from agy_host.testing.isolation import install_plugin, isolated_env
 
 #: The environment variable that names the engine(s) to run (comma separated).
 ENGINE_ENV = "AGY_HOST_PARITY_ENGINE"
+#: ``1``: run the suite's warm subset with warm agents on (``--warm``): every
+#: command after a session's first runs on the agent the keeper kept.
+WARM_ENV = "AGY_HOST_PARITY_WARM"
 #: The throw-away second engine the suite switches to (items 9 and 12).
 OTHER_ENGINE = "parity-other"
 
@@ -237,11 +240,13 @@ def _toml(table: Mapping[str, Mapping[str, Any]]) -> str:
 
 
 class Home:
-    """A private HOME with XDG dirs and config, where ``agy-host`` runs."""
+    """A private HOME with XDG dirs and config, where ``agy-host`` runs;
+    ``warm``: with warm agents on (5 minutes), its keeper stopped by :meth:`close`."""
 
-    def __init__(self, root: Path, engine: str) -> None:
+    def __init__(self, root: Path, engine: str, *, warm: bool = False) -> None:
         self.root = root
         self.engine = engine
+        self.warm = warm
         self.home = root / "home"
         self.cwd = root / "project"
         self.cwd.mkdir(parents=True, exist_ok=True)
@@ -254,9 +259,17 @@ class Home:
             AGY_HOST_TTY="none",
             PYTHONPATH=os.pathsep.join([str(self.site), *filter(None, [os.environ.get("PYTHONPATH")])]),
             PARITY_OTHER_LOG=str(self.other_log),
+            AGY_HOST_KEEP_ALIVE_MINUTES="5" if warm else "0",
         )
         self.config: dict[str, dict[str, Any]] = {k: dict(v) for k, v in BASE_CONFIG.items()}
         self.write_config()
+
+    def close(self) -> None:
+        """Stop this home's keeper and its warm agents (nothing runs on after a test)."""
+        if self.warm:
+            from warm_kit import stop_keeper
+
+            stop_keeper(self.argv(), self.env)
 
     @property
     def config_dir(self) -> Path:

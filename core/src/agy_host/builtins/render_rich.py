@@ -63,6 +63,7 @@ from agy_host.contract.events import (
     TurnStarted,
 )
 from agy_host.contract.rendering import RenderOptions
+from agy_host.service.terminal_queue import QUEUE
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -195,6 +196,8 @@ class RichRenderer:
     def _tick(self, n: int) -> None:
         with self._lock:
             if not self._busy or self._thought or self._clock() - self._last_output < SILENCE_S:
+                return
+            if QUEUE.held:  # a question or permission prompt is on the terminal: never draw over it
                 return
             frame = FRAMES[n % len(FRAMES)]
             if self._col0:

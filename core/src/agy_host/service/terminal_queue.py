@@ -40,6 +40,12 @@ class TerminalQueue:
         self._holder: Ticket | None = None
         self._waiting: deque[Ticket] = deque()
 
+    @property
+    def held(self) -> bool:
+        """A prompt holds the terminal now: nothing else may draw over it (the
+        rich renderer's spinner waits)."""
+        return self._holder is not None
+
     def waiting(self) -> list[str]:
         """Who waits for the terminal now, in order (not the holder)."""
         with self._mutex:
