@@ -12,6 +12,7 @@ agent: the same events, text, closing line, ``done`` document and exit code.
 from __future__ import annotations
 
 import json
+import os
 import re
 import signal
 import subprocess
@@ -84,6 +85,22 @@ def agent_then(home: Thin, then: list[dict[str, Any]], **scenario: Any) -> FakeA
     return fake_acp_agent_command({"prompts": [WARM_UP, then], **scenario}, workdir=home.tmp / "agents")
 
 
+def turn_started(home: Thin, session: str, **scenario: Any) -> tuple[FakeAgent, subprocess.Popen[str]]:
+    """A warm agent whose second turn hangs after its first chunk, and that
+    turn's command (``--format json``), once it started."""
+    agent = agent_then(home, [{"chunk": "started"}, {"hang": True}], **scenario)
+    assert home.command(agent, session, "warm up", "--format", "json").code == 0
+    proc = home.popen(agent, session, "go", "--format", "json")
+    assert proc.stdout is not None
+    assert '"turn_start"' in proc.stdout.readline()
+    return agent, proc
+
+
+def ended(proc: subprocess.Popen[str]) -> Ran:
+    out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    return Ran(proc.returncode, out, err)
+
+
 def steady(ran: Ran) -> tuple[int, str, str]:
     """What must not differ between two runs of one command: durations and
     the session's conversation id aside (they are the agent's and the clock's)."""
@@ -141,14 +158,9 @@ def test_the_thin_client_says_what_the_normal_path_says(case: str, thin: Thin) -
 
 
 def test_ctrl_c_through_the_thin_client_aborts_the_turn_and_the_agent_stays_warm(thin: Thin) -> None:
-    agent = agent_then(thin, [{"chunk": "started"}, {"hang": True}], cancel="graceful")
-    assert thin.command(agent, "c", "warm up", "--format", "json").code == 0
-    proc = thin.popen(agent, "c", "go", "--format", "json")
-    assert proc.stdout is not None
-    assert '"turn_start"' in proc.stdout.readline()
+    agent, proc = turn_started(thin, "c", cancel="graceful")
     proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    ran = Ran(proc.returncode, out, err)
+    ran = ended(proc)
     assert ran.thin, ran.context()
     assert ran.code == 130, ran.context()
     assert "agy-host: interrupting the turn (Ctrl-C again to stop waiting)" in ran.err, ran.context()
@@ -161,16 +173,11 @@ def test_ctrl_c_through_the_thin_client_aborts_the_turn_and_the_agent_stays_warm
 def test_a_second_signal_stops_waiting_and_sigterm_says_so(thin: Thin) -> None:
     """An agent that ignores the cancel: SIGTERM aborts, a second stops
     waiting for it; the exit code is SIGTERM's, as on the full client."""
-    agent = agent_then(thin, [{"chunk": "started"}, {"hang": True}], cancel="ignore")
-    assert thin.command(agent, "t2", "warm up", "--format", "json").code == 0
-    proc = thin.popen(agent, "t2", "go", "--format", "json")
-    assert proc.stdout is not None
-    assert '"turn_start"' in proc.stdout.readline()
+    agent, proc = turn_started(thin, "t2", cancel="ignore")
     proc.send_signal(signal.SIGTERM)
     until(lambda: "session/cancel" in methods(agent), "the agent's cancel", 10)
     proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    ran = Ran(proc.returncode, out, err)
+    ran = ended(proc)
     assert ran.thin, ran.context()
     assert ran.code == 143, ran.context()
     assert "agy-host: SIGTERM: ending the turn (SIGTERM again to stop waiting)" in ran.err, ran.context()
@@ -222,17 +229,12 @@ def test_without_a_keeper_or_a_fitting_warm_agent_the_normal_path_runs(thin: Thi
 
 
 def test_a_killed_keeper_ends_the_thin_client_with_the_full_clients_words(thin: Thin) -> None:
-    agent = agent_then(thin, [{"chunk": "started"}, {"hang": True}])
-    assert thin.command(agent, "k", "warm up", "--format", "json").code == 0
+    _, proc = turn_started(thin, "k")
     keeper = thin.keeper_pid()
     assert keeper is not None
-    proc = thin.popen(agent, "k", "go", "--format", "json")
-    assert proc.stdout is not None
-    assert '"turn_start"' in proc.stdout.readline()
     started = time.monotonic()
-    subprocess.run(["kill", "-KILL", str(keeper)], check=True)
-    out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    ran = Ran(proc.returncode, out, err)
+    os.kill(keeper, signal.SIGKILL)
+    ran = ended(proc)
     assert ran.thin and ran.code == 1 and time.monotonic() - started < 3, ran.context()
     assert "agy-host: error: the keeper holding the warm agent ended mid-turn; the session binding is kept" in ran.err
     assert wait_gone(keeper, 10)
