@@ -23,10 +23,11 @@ import os
 import platform
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import b1_flood, b2_cli, b3_bridge, b4_scale, b5_stream_json, b6_harness, b7_signals
+from bench import b1_flood, b2_cli, b3_bridge, b4_scale, b5_stream_json, b6_harness, b7_signals, b8_warm
 from bench.common import REPO_ROOT
 from bench.context import Ctx, Sizes
 from bench.harness import BenchReport, log
@@ -40,6 +41,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], BenchReport]] = {
     "B5": b5_stream_json.run,
     "B6": b6_harness.run,
     "B7": b7_signals.run,
+    "B8": b8_warm.run,
 }
 
 
@@ -76,9 +78,13 @@ def machine() -> str:
 
 
 def precompile() -> None:
-    """Byte-compile the workspace (``PYTHONDONTWRITEBYTECODE`` may be set, so
-    nothing would be cached at import time and every start would compile)."""
+    """Byte-compile the workspace and this interpreter's installed packages
+    (``PYTHONDONTWRITEBYTECODE`` may be set, so nothing would be cached at
+    import time and every start would compile; ``uv pip install``, which
+    fills the nox session's venv, compiles nothing either, unlike pip and an
+    installed wheel: msgspec, typer and trio were compiled at every start)."""
     roots = [REPO_ROOT / "core" / "src", *sorted((REPO_ROOT / "plugins").glob("*/src")), REPO_ROOT / "bench"]
+    roots.append(Path(sysconfig.get_paths()["purelib"]))
     for root in roots:
         if root.is_dir():
             compileall.compile_dir(str(root), quiet=1)
@@ -86,7 +92,7 @@ def precompile() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", default="", help="comma-separated benchmark keys (B1..B7)")
+    p.add_argument("--only", default="", help="comma-separated benchmark keys (B1..B8)")
     p.add_argument("-r", "--repeats", type=int, default=5, help="interleaved runs per client (default 5)")
     p.add_argument("--quick", action="store_true", help="tiny sizes and 1 run: a harness check, not a measurement")
     p.add_argument("--no-peers", action="store_true", help="do not install or run the peers")

@@ -104,6 +104,25 @@ def test_target_verdicts() -> None:
     assert Target("x", "-", None).verdict == "n/a"
 
 
+def test_warm_agents_report_judges_its_targets_and_skips_what_is_missing() -> None:
+    from bench import b8_warm
+    from bench.runner import BENCHMARKS
+
+    assert BENCHMARKS["B8"] is b8_warm.run
+    values = {b8_warm.WARM_THIN: {"wall_s": 0.1}, b8_warm.WARM_FULL: {"wall_s": 0.3}, b8_warm.COLD: {"wall_s": 0.9}}
+    values[b8_warm.FLOOD_THIN] = {"turn_s": 0.4, "wall_s": 0.5}
+    values[b8_warm.FLOOR] = {"turn_s": 0.2}
+    cases = [Case(name, "ours", lambda v=v: v) for name, v in values.items()]
+    cases.append(Case(b8_warm.GEMINI_WARM, "ours", lambda: (_ for _ in ()).throw(Skip("not provisioned"))))
+    report = b8_warm.report(Ctx(repeats=1), interleave(cases, 1))
+    assert [(t.text, t.verdict) for t in report.targets] == [
+        ("warm second turn <= 250 ms wall", "met"),
+        ("flood through a warm agent within 1.3x of the floor", "NOT met"),
+    ]
+    assert "| Gemini CLI, second command, warm | skipped: not provisioned |" in report.table
+    assert any("saves 200 ms" in note for note in report.notes), report.notes
+
+
 def test_formatting() -> None:
     assert fmt_seconds(0.1234) == "123 ms"
     assert fmt_seconds(12.34) == "12.3 s"
