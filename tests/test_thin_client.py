@@ -228,6 +228,20 @@ def test_without_a_keeper_or_a_fitting_warm_agent_the_normal_path_runs(thin: Thi
     assert cold.code == 0 and "agy_host.keeper.thin" in cold.imported and not cold.thin, cold.context()
 
 
+def test_warm_agents_turned_off_in_the_config_run_cold(thin: Thin) -> None:
+    """``turn.keep_alive_minutes = 0`` in the config file (which the warm
+    agent's profile does not cover) is read by the thin client too: the agent
+    warm in the keeper is not used, the command runs its own."""
+    del thin.env["AGY_HOST_KEEP_ALIVE_MINUTES"]  # the config's default (5) keeps the first agent warm
+    agent = fake_acp_agent_command("echo", workdir=thin.tmp / "agents")
+    assert thin.command(agent, "o", "one", "-f", "json").code == 0
+    assert thin.cli("config", "set", "turn.keep_alive_minutes", "0").returncode == 0
+    off = thin.command(agent, "o", "two", "-f", "json")
+    assert off.code == 0 and "agy_host.keeper.thin" in off.imported and not off.thin, off.context()
+    assert off.events()[-2]["response"] == "two"
+    assert methods(agent).count("initialize") == 2, "the second command started an agent of its own"
+
+
 def test_a_killed_keeper_ends_the_thin_client_with_the_full_clients_words(thin: Thin) -> None:
     _, proc = turn_started(thin, "k")
     keeper = thin.keeper_pid()
