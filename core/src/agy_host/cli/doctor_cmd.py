@@ -181,7 +181,8 @@ def _warm_rows(host: Host, report: DiagnosticReport) -> None:
 def warm_line(info: wire.WarmInfo) -> str:
     """One warm session: engine, agent, its process, what it does."""
     doing = "running a turn" if info.turn_running else f"idle {info.idle_s:.0f}s of {info.keep_alive_s:.0f}s"
-    return f"{info.engine} ({info.agent}), agent pid {info.agent_pid or '-'}, {doing}"
+    shared = f" (shared with {', '.join(info.shared_with)})" if info.shared_with else ""
+    return f"{info.engine} ({info.agent}), agent pid {info.agent_pid or '-'}{shared}, {doing}"
 
 
 def _last_run_rows(host: Host, report: DiagnosticReport) -> None:

@@ -58,6 +58,7 @@ def register_warm_commands(sessions: typer.Typer, state: CliState) -> None:
                 f"  {info.session}: {'warm' if info.warm else 'not started'}, {info.engine} ({info.agent}), "
                 f"agent pid {info.agent_pid or '-'}, {state_word}, {info.turns} turn(s)"
                 + (f", attached: {info.attached}" if info.attached else "")
+                + (f", its agent shared with {', '.join(info.shared_with)}" if info.shared_with else "")
             )
 
     @sessions.command("cancel", help="Cancel the running turn of a warm session (its command exits 130).")

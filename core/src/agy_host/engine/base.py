@@ -84,6 +84,10 @@ class EngineCapabilities(msgspec.Struct, kw_only=True):
     #: sends it through its own configuration (the harness), so a slash
     #: command can open a conversation without holding the block back.
     system_out_of_band: bool = False
+    #: One agent process runs several host sessions' conversations at once,
+    #: independently (the harness): a keeper runs every warm session with
+    #: equal settings on one agent (docs/sessions.md).
+    serves_many_sessions: bool = False
 
 
 PermissionDecider = Callable[["PermissionRequest"], Awaitable["PermissionDecision"]]

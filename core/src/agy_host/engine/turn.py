@@ -224,11 +224,15 @@ class ParkedTurns:
                 return turn.handle
         return None
 
-    def kick(self, log: Lifecycle | None = None) -> EngineTurn | None:
-        """Unpark the newest open parked turn once (:meth:`TurnDriver.kick_idle`);
-        it stays listed while it has parks left."""
-        while self._turns:
-            turn = self._turns.pop()
+    def kick(self, log: Lifecycle | None = None, session: str | None = None) -> EngineTurn | None:
+        """Unpark the newest open parked turn (of ``session``, when given: one
+        agent shared by several sessions' turns) once
+        (:meth:`TurnDriver.kick_idle`); it stays listed while it has parks left."""
+        while True:
+            mine = [i for i, t in enumerate(self._turns) if session is None or t.request.session == session]
+            if not mine:
+                return None
+            turn = self._turns.pop(mine[-1])
             if not turn.handle.closed:
                 turn.unpark()
                 if turn.parked:
@@ -236,7 +240,6 @@ class ParkedTurns:
                 if log is not None:
                     log.add("unparked", session=turn.request.session)
                 return turn
-        return None
 
 
 TurnT = TypeVar("TurnT", bound=EngineTurn)
@@ -275,8 +278,9 @@ class DriverTurns(Generic[TurnT]):
     def reentry(self) -> TurnHandle | None:
         return self.parked.reentry()
 
-    def kick_idle(self) -> None:
-        self.parked.kick(self.lifecycle)
+    def kick_idle(self, session: str | None = None) -> None:
+        """:meth:`TurnDriver.kick_idle`; with ``session``, that session's park only."""
+        self.parked.kick(self.lifecycle, session)
 
 
 class _Closable(Protocol):

@@ -6,6 +6,9 @@ client of another build is refused, never served), then one request:
 
 * ``run``: the session's turn, on its warm session (started when there is
   none, replaced when the command's profile differs or its agent died).
+  A new warm session joins the agent of others with equal settings where
+  the engine runs several conversations in one process (the harness), else
+  gets an agent of its own (:mod:`agy_host.keeper.shared`).
   One turn at a time per session: a second command waits, told so, or is
   refused at once with ``no_wait`` (exit 7). The turn's events, permission
   requests and questions go to this client; its ``interrupt`` aborts the
@@ -35,6 +38,7 @@ import trio
 from agy_host.contract.events import Notice
 from agy_host.exit_codes import ExitCode
 from agy_host.keeper import wire
+from agy_host.keeper.shared import Agent, share_key
 from agy_host.keeper.warm import Relay, WarmSession, profile_of
 
 #: With no warm session and no client for this long, the keeper exits.
@@ -56,6 +60,8 @@ class Keeper:
     def __init__(self, build: str) -> None:
         self.build = build
         self.sessions: dict[str, WarmSession] = {}
+        #: Agents other sessions may join, by their share key.
+        self.agents: dict[str, Agent] = {}
         self.clients = 0
         self.started = time.time()
         self._empty_since = time.monotonic()
@@ -212,6 +218,7 @@ class Keeper:
                     turns=warm.turns,
                     attached=warm.relay.label if warm.relay is not None else "",
                     cwd=warm.cwd,
+                    shared_with=sorted(n for n in warm.agent.lanes if n != name),
                 )
             )
         return wire.StatusReply(keeper_pid=os.getpid(), build=self.build, started_s=self.started, sessions=found)
@@ -240,10 +247,27 @@ class Keeper:
                 await warm.close()
                 warm = None
             if warm is None:
-                warm = WarmSession(request.session, request.cwd, request.host, request.keep_alive_s)
+                agent = await self._agent_for(request)
+                warm = WarmSession(request.session, request.cwd, request.host, request.keep_alive_s, agent)
                 await self._nursery.start(warm.hold)
                 self.sessions[request.session] = warm
             return warm
+
+    async def _agent_for(self, request: wire.RunTurn) -> Agent:
+        """The agent a new warm session runs on: the live one of sessions
+        with equal settings where its engine runs several conversations,
+        else a new one (shared from then on where the engine allows)."""
+        assert self._nursery is not None
+        key = share_key(request.cwd, request.host)
+        agent = self.agents.get(key) if key is not None else None
+        if agent is not None and agent.usable:
+            log(f"session {request.session!r}: joins the agent of {', '.join(sorted(agent.lanes)) or 'no session'}")
+            return agent
+        agent = Agent(request.cwd, request.host, key, log)
+        await self._nursery.start(agent.hold)
+        if key is not None and agent.shares:
+            self.agents[key] = agent  # a dead or closing one it replaces ends with its last session
+        return agent
 
     async def _turn(self, frames: wire.FrameStream, request: wire.RunTurn, label: str) -> None:
         told = False

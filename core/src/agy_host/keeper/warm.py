@@ -1,10 +1,12 @@
-"""One warm session in the keeper: its host, its runtime, and the client the
-turn belongs to.
+"""One warm session in the keeper: the agent it runs on, its runtime, and
+the client the turn belongs to.
 
-A :class:`WarmSession` is built from the first command's :class:`HostSpec`
-(its environment, engine choice and overrides) and keeps its
-:class:`~agy_host.runtime.session.SessionRuntime` open between turns, so the
-next command's turn runs on the same live agent. Whatever only the command
+A :class:`WarmSession` runs on an :class:`~agy_host.keeper.shared.Agent`
+built from the first command's :class:`HostSpec` (its environment, engine
+choice and overrides; an agent several sessions share where the engine
+allows it) and keeps its own runtime on it (a
+:class:`~agy_host.keeper.shared.Lane`) open between turns, so the next
+command's turn runs on the same live agent. Whatever only the command
 can decide is relayed to the client attached for the turn
 (:class:`Relay`): the host's events go to its renderer, permission requests
 and questions to its broker (its policy, rules, terminal and callbacks), and
@@ -41,7 +43,7 @@ from agy_host.runtime.host import Host
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
     from agy_host.contract.rendering import DiffSource
-    from agy_host.keeper.proxy_tools import CallClient
+    from agy_host.keeper.shared import Agent
     from agy_host.runtime.session import SessionRuntime, TurnSettings
     from agy_host.runtime.turn_layer import TurnResult
 
@@ -186,32 +188,34 @@ class Relay:
 
 class RemoteHost(Host):
     """A :class:`Host` whose person is elsewhere: permission requests and
-    questions go to the client attached for the turn."""
+    questions go to the client attached for the turn of the session that
+    asks (``relay(session)``)."""
 
-    def __init__(self, relay: Callable[[], Relay | None], **kw: Any) -> None:
+    def __init__(self, relay: Callable[[str], Relay | None], **kw: Any) -> None:
         self._relay = relay
         super().__init__(**kw)
 
     async def decide_permission(self, request: PermissionRequest) -> PermissionDecision:
-        relay = self._relay()
+        relay = self._relay(request.session)
         if relay is None:
             return PermissionDecision(option_id=None, policy="keeper", reason="no command is attached; cancelled")
         return await relay.ask_permission(request)
 
     async def ask_question(self, question: Question) -> Answer:
-        relay = self._relay()
+        relay = self._relay(question.session)
         if relay is None:
             return Answer(action="cancel", by="keeper", reason="no command is attached", unanswered=True)
         return await relay.ask_question(question)
 
 
 class WarmSession:
-    """A session's live runtime, held open between commands."""
+    """A session's live runtime on its agent, held open between commands."""
 
-    def __init__(self, name: str, cwd: str, spec: wire.HostSpec, keep_alive_s: float) -> None:
+    def __init__(self, name: str, cwd: str, spec: wire.HostSpec, keep_alive_s: float, agent: Agent) -> None:
         self.name = name
         self.cwd = cwd
         self.spec = spec
+        self.agent = agent
         self.profile = profile_of(name, cwd, spec)
         self.keep_alive_s = keep_alive_s
         self.relay: Relay | None = None
@@ -252,36 +256,26 @@ class WarmSession:
         return snapshot.pid if snapshot is not None else None
 
     async def hold(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Open the host and runtime, report ready, keep them until :meth:`close`."""
-        from agy_host.cli.turn_options import apply_overrides
+        """Open this session's lane on its agent, report ready, keep it until
+        :meth:`close`; then leave the agent (which ends with its last session)."""
         from agy_host.contract.rendering import DiffSource
-        from agy_host.keeper.proxy_tools import ProxyTools
-        from agy_host.runtime.session import SessionRuntime
+        from agy_host.keeper.shared import Lane
 
-        spec = self.spec
-        host = RemoteHost(
-            lambda: self.relay,
-            env=spec.env,
-            engine=spec.engine,
-            agent=spec.agent,
-            permissions=spec.permissions,
-            trace=spec.trace,
-            warn=self._warn,
-            extra_plugins=[ProxyTools(spec.tools, self._tool_caller)] if spec.tools else (),
-        )
-        apply_overrides(host, spec.system_prompt, spec.digest)
-        self.host = host
-        diffs = self.diffs = DiffSource(host.plugins.render_diff, self.cwd)
+        agent = self.agent
+        assert agent.host is not None
+        self.host = agent.host
+        diffs = self.diffs = DiffSource(agent.host.plugins.render_diff, self.cwd)
+        lane = Lane(agent, self.name, sink=self._sink, diffs=diffs)
+        agent.join(self)
+        self.runtime = lane
         try:
-            async with SessionRuntime.open(
-                host, cwd=self.cwd, sink=self._sink, say=_quiet, start=False, diffs=diffs
-            ) as runtime:
-                self.runtime = runtime
-                task_status.started()
-                await self._closing.wait()
+            task_status.started()
+            await self._closing.wait()
         finally:
             self.runtime = None
-            host.close()
+            with trio.CancelScope(shield=True):
+                await lane.aclose()
+                await agent.leave(self)
             self._closed.set()
 
     async def close(self) -> None:
@@ -298,9 +292,11 @@ class WarmSession:
         self.keep_alive_s = request.keep_alive_s
         if self.diffs is not None:  # this command's renderer decides
             self.diffs.wanted = request.host.draws_diffs
+        mark = self.agent.turn_of(self.name)
         try:
             result = await self.runtime.turn(request.session, request.prompt, cwd=request.cwd, settings=settings)
         finally:
+            self.agent.forget_turn(mark)
             self.relay = None
             self.turns += 1
             self.last_used = time.monotonic()
@@ -341,20 +337,6 @@ class WarmSession:
             commands = self.runtime.layer.agent_commands
             if commands and self.turns > 0:
                 relay.event(CommandsUpdated(commands=list(commands)))
-
-    def _warn(self, message: str) -> None:
-        relay = self.relay
-        if relay is not None:
-            relay.warning(message)
-
-    def _tool_caller(self) -> CallClient | None:
-        """Who runs the client's own tools now: the attached client, if any."""
-        relay = self.relay
-        return relay.call_tool if relay is not None else None
-
-
-def _quiet(_message: str) -> None:
-    """The runtime's own interrupt messages: the client says them where its user is."""
 
 
 __all__ = ["VOLATILE_ENV", "Relay", "RemoteHost", "WarmSession", "profile_of"]

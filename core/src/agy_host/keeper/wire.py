@@ -237,6 +237,8 @@ class WarmInfo(msgspec.Struct, kw_only=True):
     turns: int = 0
     attached: str = ""
     cwd: str = ""
+    #: The other warm sessions on the same agent process (a shared harness).
+    shared_with: list[str] = msgspec.field(default_factory=list)
 
 
 class StatusReply(_Frame, tag="status_reply"):

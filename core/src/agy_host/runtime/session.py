@@ -294,13 +294,10 @@ class SessionRuntime:
 
         if self.layer is not None:
             return
-        held = _Driver(self.host, self.engine)
-        await self.nursery.start(held.hold)
-        assert held.driver is not None
-        self._held = held
+        driver = await self.held_driver()
         self.layer = TurnLayer(
             engine=self.engine,
-            driver=held.driver,
+            driver=driver,
             store=self.host.store,
             plugins=self.host.plugins,
             config=self.host.config,
@@ -311,11 +308,26 @@ class SessionRuntime:
             diffs_wanted=lambda: self.diffs is not None and self.diffs.wanted,
         )
 
+    async def held_driver(self) -> TurnDriver:
+        """The driver this runtime's turns run on: its own, started in a task of
+        its own on first use. (A keeper's lane runs on a driver it shares with
+        other sessions: :mod:`agy_host.keeper.shared`.)"""
+        if self._held is None or self._held.driver is None:
+            held = _Driver(self.host, self.engine)
+            await self.nursery.start(held.hold)
+            self._held = held
+        assert self._held.driver is not None
+        return self._held.driver
+
     async def aclose(self) -> None:
         """Stop the agent and wait until it is gone (the session can start it again)."""
         if self.layer is not None and self.roundtrips is not None:
             self.roundtrips.detach(self.layer)
         self.layer = None
+        await self.release_driver()
+
+    async def release_driver(self) -> None:
+        """End the driver this runtime started (a lane leaves a shared one be)."""
         held, self._held = self._held, None
         if held is not None:
             await held.close()

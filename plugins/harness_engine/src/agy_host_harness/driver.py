@@ -1,7 +1,9 @@
 """The harness turn driver: one harness process, one conversation per host
 session, turns serialized per session.
 
-* **The process** starts with the first turn and serves every session; if it
+* **The process** starts with the first turn and serves every session (in a
+  keeper, every warm session with equal settings: :meth:`close_session`
+  ends one conversation and keeps the others); if it
   dies, its conversations end and the next turn starts a new one and
   resumes them (``RESUME`` on the same ``cascadeId``: the harness keeps each
   conversation in its storage folder).
@@ -133,6 +135,14 @@ class HarnessDriver:
         self._nursery.start_soon(conversation.send, {"toolResponse": response})
         self.lifecycle.add("host-tool-answered", callId=call_id, error=result.is_error)
         return True
+
+    async def close_session(self, session: str) -> None:
+        """End ``session``'s conversation and keep the process for the others
+        (a keeper's shared harness, when one session leaves it)."""
+        conversation = self.conversations.pop(session, None)
+        if conversation is not None:
+            self.lifecycle.add("session-left", session=session)
+            await conversation.aclose()
 
     def snapshot(self) -> DriverSnapshot:
         harness = self.harness

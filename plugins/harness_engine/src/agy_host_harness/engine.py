@@ -74,6 +74,7 @@ class HarnessEngine(Engine):
             resources=True,
             load_session=True,
             system_out_of_band=True,
+            serves_many_sessions=True,
         )
 
     def agent_label(self) -> str:
