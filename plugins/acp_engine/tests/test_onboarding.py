@@ -108,8 +108,9 @@ async def test_a_method_the_agent_does_not_offer_is_a_usage_error(tmp_path: Path
     assert "does not offer the sign-in method 'agent-platform' (it offers: oauth-personal)" in res.stderr
     bad = await run_cli(cli_env(tmp_path), "acp-auth", "--agent", agent, "--timeout", "0")
     assert bad.returncode == 2
-    # signed in already: an unknown method is still a mistake, not "nothing to do"
-    signed_in, _ = fake(tmp_path / "signed-in", "happy")
+    # signed in already: a method it does not list is still a mistake, not "nothing to do"
+    gemini = '[{"id": "oauth-personal", "name": "Log in with Google"}]'
+    signed_in, _ = fake(tmp_path / "signed-in", "happy", f"auth_methods={gemini}")
     res = await run_cli(cli_env(tmp_path), "acp-auth", "--agent", signed_in, "--method", "nosuch")
     assert res.returncode == 2 and "does not offer the sign-in method 'nosuch'" in res.stderr, res.stderr
 

@@ -270,11 +270,15 @@ async def _authenticate(
         async with open_agent(spec, config, env, on_notice=on_notice) as conn:
             fill_from(check, conn)
             await session_probe(check, conn, env)
-            if not _offered(check, method, err):
-                return USAGE  # a method the agent does not offer is a mistake, signed in or not
+            # A method the agent does not offer is a mistake, signed in or not;
+            # an agent that lists no methods at all cannot be checked against.
+            if check.auth_methods and not _offered(check, method, err):
+                return USAGE
             if check.auth == "signed-in":
                 out(f"Already signed in: session/new works on {who(spec)}. Nothing to do.")
                 return OK
+            if not _offered(check, method, err):
+                return USAGE
             if method in check.auth_commands:
                 # ACP: a terminal method is never passed to authenticate.
                 err(
