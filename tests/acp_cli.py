@@ -12,11 +12,13 @@ from agy_host.testing.agents import FakeAgent
 from agy_host.testing.isolation import isolated_env
 
 
-def agy_host(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """``agy-host ARGS`` in ``tmp_path`` with its HOME under it."""
+def agy_host(tmp_path: Path, *args: str, tty: str = "none") -> subprocess.CompletedProcess[str]:
+    """``agy-host ARGS`` in ``tmp_path`` with its HOME under it; ``tty`` is
+    the person's terminal (a :class:`~agy_host.testing.terminal.Pty`'s path),
+    ``none`` for nobody."""
     return subprocess.run(
         [sys.executable, "-m", "agy_host.cli.main", *args],
-        env=isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none"),
+        env=isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY=tty),
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
         capture_output=True,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_cli import run_turn
+from acp_cli import agy_host, run_turn
 
 from agy_host.testing.agents import fake_acp_agent_command
 
@@ -134,11 +134,8 @@ def _answers_to_withdrawn(agent: Any) -> list[dict[str, Any]]:
 def test_a_withdrawn_permission_request_leaves_the_terminal_and_is_answered_cancelled(tmp_path: Path) -> None:
     """The agent withdraws its permission request while the person reads
     it: the prompt goes with a notice, and the agent gets -32800."""
-    import subprocess
-    import sys
     import time
 
-    from agy_host.testing.isolation import isolated_env
     from agy_host.testing.terminal import Pty
 
     permission = {
@@ -155,16 +152,7 @@ def test_a_withdrawn_permission_request_leaves_the_terminal_and_is_answered_canc
     agent = fake_acp_agent_command(_withdrawing(permission), workdir=tmp_path / "agents")
     with Pty() as tty:
         started = time.monotonic()
-        argv = ["run", "--agent", agent.command_line, "--permissions", "ask", "go"]
-        proc = subprocess.run(
-            [sys.executable, "-m", "agy_host.cli.main", *argv],
-            env=isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY=tty.path),
-            cwd=tmp_path,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
+        proc = agy_host(tmp_path, "run", "--agent", agent.command_line, "--permissions", "ask", "go", tty=tty.path)
         took = time.monotonic() - started
         screen = tty.screen()
     context = f"{proc.stdout}\n{proc.stderr}\n--- terminal ---\n{screen}"

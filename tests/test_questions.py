@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_cli import run_turn
+from acp_cli import agy_host, run_turn
 from conformance.schema import validate_client_message
 
 from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
@@ -179,23 +179,12 @@ def test_an_antigravity_question_is_asked_at_the_terminal_under_the_default_poli
     program answered, so the person at the terminal is asked, under the
     default policy too (``auto`` never picks an answer, but it no longer
     keeps the question from the person)."""
-    import subprocess
-    import sys
-
     from agy_host.testing.terminal import Pty
 
     agent = fake_acp_agent_command(BRANCH_QUESTION, workdir=tmp_path / "agents")
     with Pty() as tty:
         tty.type("2\n")  # 2) dev
-        proc = subprocess.run(
-            [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, "go"],
-            env=isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY=tty.path),
-            cwd=tmp_path,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=90,
-        )
+        proc = agy_host(tmp_path, "run", "--agent", agent.command_line, "go", tty=tty.path)
         screen = tty.screen()
     context = f"{proc.stdout}\n{proc.stderr}\n--- terminal ---\n{screen}"
     assert "Which branch?" in screen and "dev" in screen, context
