@@ -3,137 +3,28 @@ process and the kit's fake ACP agent (docs/sessions.md).
 
 Each test lives in its own HOME (so its own keeper directory) with warm
 agents on, and ends by stopping its keeper and checking that no keeper and
-no agent of its own is left running.
+no agent of its own is left running (:mod:`warm_kit`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from warm_kit import RUN_TIMEOUT, Warm, alive, events, of, until, wait_gone
 
-from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
-from agy_host.testing.isolation import isolated_env
+from agy_host.testing.agents import fake_acp_agent_command
 
 pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
-
-RUN_TIMEOUT = 60
-
-
-class Warm:
-    """One test's HOME with warm agents on, and its commands."""
-
-    def __init__(self, tmp_path: Path) -> None:
-        self.tmp = tmp_path
-        self.home = tmp_path / "home"
-        self.env = isolated_env(self.home, AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none", AGY_HOST_KEEP_ALIVE_MINUTES="5")
-        self.cwd = tmp_path / "project"
-        self.cwd.mkdir()
-
-    def argv(self, *args: str) -> list[str]:
-        return [sys.executable, "-m", "agy_host.cli.main", *args]
-
-    def cli(self, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            self.argv(*args),
-            env={**self.env, **env},
-            cwd=self.cwd,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=RUN_TIMEOUT,
-        )
-
-    def run(
-        self, agent: FakeAgent, session: str, prompt: str, *args: str, **env: str
-    ) -> subprocess.CompletedProcess[str]:
-        return self.cli(
-            "run", "--agent", agent.command_line, "--session", session, "--format", "json", *args, prompt, **env
-        )
-
-    def start(self, agent: FakeAgent, session: str, prompt: str, *args: str) -> subprocess.Popen[str]:
-        argv = self.argv("run", "--agent", agent.command_line, "--session", session, "--format", "json", *args, prompt)
-        return subprocess.Popen(
-            argv,
-            env=self.env,
-            cwd=self.cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def status(self) -> dict[str, Any]:
-        proc = self.cli("sessions", "status", "--format", "json")
-        assert proc.returncode == 0, proc.stderr
-        data: dict[str, Any] = json.loads(proc.stdout)
-        return data
-
-    def keeper_pid(self) -> int | None:
-        keeper = self.status()["keeper"]
-        return int(keeper["pid"]) if keeper else None
-
-    def runtime_dir(self) -> Path:
-        from agy_host.keeper.place import runtime_dir
-
-        return runtime_dir(self.env, self.home / ".local" / "state" / "agy-host")
-
-    def close(self) -> None:
-        pid = None
-        try:
-            pid = self.keeper_pid()
-            self.cli("sessions", "stop", "--all")
-        finally:
-            if pid is not None:
-                with _suppress():
-                    os.kill(pid, signal.SIGTERM)
-                _wait_gone(pid, 10)
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return exc[0] is not None and issubclass(exc[0], ProcessLookupError)  # type: ignore[arg-type]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for our purposes
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def _wait_gone(pid: int, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.05)
-    return not _alive(pid)
-
-
-def events(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
-
-
-def of(proc: subprocess.CompletedProcess[str], kind: str) -> list[dict[str, Any]]:
-    return [e for e in events(proc) if e.get("type") == kind]
 
 
 @pytest.fixture
@@ -159,7 +50,7 @@ def test_the_second_command_runs_on_the_warm_agent(warm: Warm) -> None:
     assert [e["type"] for e in events(second)] == [e["type"] for e in events(first)]
     [info] = warm.status()["sessions"]
     assert (info["session"], info["warm"], info["turns"], info["turn_running"]) == ("w", True, 2, False)
-    assert info["engine"] == "acp" and info["agent_pid"] and _alive(info["agent_pid"])
+    assert info["engine"] == "acp" and info["agent_pid"] and alive(info["agent_pid"])
 
 
 def test_warm_and_cold_give_the_same_output(warm: Warm) -> None:
@@ -214,13 +105,13 @@ def test_another_agent_command_starts_cold_and_the_old_agent_ends(warm: Warm) ->
     assert warm.run(two, "s", "y").returncode == 0
     [after] = warm.status()["sessions"]
     assert after["agent_pid"] != before["agent_pid"]
-    assert _wait_gone(before["agent_pid"], 10), "the old warm agent ended"
+    assert wait_gone(before["agent_pid"], 10), "the old warm agent ended"
 
 
 def test_sessions_cancel_ends_the_running_turn_from_another_terminal(warm: Warm) -> None:
     agent = fake_acp_agent_command("slow", workdir=warm.tmp / "agents")
-    proc = warm.start(agent, "slow", "go")
-    _until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
+    proc = warm.start_run(agent, "slow", "go")
+    until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
     cancel = warm.cli("sessions", "cancel", "slow")
     assert cancel.returncode == 0, cancel.stderr
     out, err = proc.communicate(timeout=RUN_TIMEOUT)
@@ -231,15 +122,15 @@ def test_sessions_cancel_ends_the_running_turn_from_another_terminal(warm: Warm)
 
 def test_a_killed_client_gets_its_turn_cancelled_and_the_agent_stays_warm(warm: Warm) -> None:
     agent = fake_acp_agent_command("slow", workdir=warm.tmp / "agents")
-    proc = warm.start(agent, "k", "go")
-    _until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
+    proc = warm.start_run(agent, "k", "go")
+    until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
     [info] = warm.status()["sessions"]
     proc.kill()
     proc.communicate(timeout=10)
     killed = time.monotonic()
-    _until(lambda: "session/cancel" in [m.get("method") for m in agent.received()], "the agent's cancel", 5)
+    until(lambda: "session/cancel" in [m.get("method") for m in agent.received()], "the agent's cancel", 5)
     assert time.monotonic() - killed < 3.0, "the turn is cancelled when its command goes, not when it would end"
-    _until(lambda: not warm.status()["sessions"][0]["turn_running"], "the turn to end")
+    until(lambda: not warm.status()["sessions"][0]["turn_running"], "the turn to end")
     [after] = warm.status()["sessions"]
     assert after["warm"] and after["agent_pid"] == info["agent_pid"]
 
@@ -247,8 +138,8 @@ def test_a_killed_client_gets_its_turn_cancelled_and_the_agent_stays_warm(warm: 
 def test_a_killed_keeper_ends_the_attached_command_and_its_agents(warm: Warm) -> None:
     agent = fake_acp_agent_command("slow", workdir=warm.tmp / "agents")
     assert warm.run(fake_acp_agent_command("echo", workdir=warm.tmp / "e"), "other", "x").returncode == 0
-    proc = warm.start(agent, "kk", "go")
-    _until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
+    proc = warm.start_run(agent, "kk", "go")
+    until(lambda: any(s["turn_running"] for s in warm.status()["sessions"]), "the turn to run")
     pids = [s["agent_pid"] for s in warm.status()["sessions"]]
     keeper = warm.keeper_pid()
     assert keeper is not None
@@ -258,7 +149,7 @@ def test_a_killed_keeper_ends_the_attached_command_and_its_agents(warm: Warm) ->
     assert proc.returncode == 1 and time.monotonic() - started < 3, out + err
     assert "keeper" in err and "binding is kept" in err, err
     for pid in pids:
-        assert _wait_gone(pid, 10), f"agent {pid} outlived its keeper"
+        assert wait_gone(pid, 10), f"agent {pid} outlived its keeper"
     again = warm.run(fake_acp_agent_command("echo", workdir=warm.tmp / "e"), "other", "again")
     assert again.returncode == 0 and of(again, "turn_end")[0]["response"] == "again", again.stderr
 
@@ -268,7 +159,7 @@ def test_an_agent_that_died_while_warm_is_replaced_without_an_error(warm: Warm) 
     assert warm.run(agent, "d", "one").returncode == 0
     [info] = warm.status()["sessions"]
     os.kill(info["agent_pid"], signal.SIGKILL)
-    assert _wait_gone(info["agent_pid"], 5)
+    assert wait_gone(info["agent_pid"], 5)
     second = warm.run(agent, "d", "two")
     assert second.returncode == 0 and of(second, "turn_end")[0]["response"] == "two", second.stdout + second.stderr
     assert "error" not in second.stderr.lower(), second.stderr
@@ -286,7 +177,7 @@ def test_the_keepers_place_is_private_and_a_hostile_client_is_dropped(warm: Warm
             client.connect(str(sock))
             client.sendall(garbage)
             client.settimeout(5)
-            with _suppress_os():
+            with contextlib.suppress(OSError):
                 client.recv(100)
     hello = json.dumps({"kind": "hello", "wire": 1, "build": "0.0.0-other", "pid": 1}).encode()
     with socket.socket(socket.AF_UNIX) as client:
@@ -296,23 +187,6 @@ def test_the_keepers_place_is_private_and_a_hostile_client_is_dropped(warm: Warm
         reply = client.recv(1000)
     assert b'"refused"' in reply and b"0.0.0-other" in reply
     assert warm.run(agent, "h", "two").returncode == 0, "the keeper goes on"
-
-
-class _suppress_os:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> bool:
-        return exc[0] is not None and issubclass(exc[0], OSError)  # type: ignore[arg-type]
-
-
-def _until(check: Any, what: str, seconds: float = 30) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def test_doctor_shows_the_keeper_and_its_warm_agents(warm: Warm) -> None:
@@ -345,7 +219,7 @@ def test_a_cold_command_ends_the_sessions_warm_agent_first(warm: Warm) -> None:
     [info] = warm.status()["sessions"]
     cold = warm.run(agent, "both", "two", "--keep-alive", "0")
     assert cold.returncode == 0, cold.stderr
-    assert _wait_gone(info["agent_pid"], 10), "the warm agent ended"
+    assert wait_gone(info["agent_pid"], 10), "the warm agent ended"
     assert warm.status()["sessions"] == []
 
 
@@ -385,5 +259,5 @@ def test_a_keeper_whose_code_was_upgraded_ends_once_idle(warm: Warm, tmp_path: P
     assert keeper is not None
     later = time.time() + 5
     os.utime(site / "agy_host" / "keeper" / "wire.py", (later, later))  # an upgrade, as pip leaves it
-    assert _wait_gone(keeper, 20), "the old keeper ended"
-    assert _wait_gone(info["agent_pid"], 10), "and its agent with it"
+    assert wait_gone(keeper, 20), "the old keeper ended"
+    assert wait_gone(info["agent_pid"], 10), "and its agent with it"

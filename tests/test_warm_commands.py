@@ -115,7 +115,10 @@ def test_a_warm_chat_leaves_on_sigterm_or_sighup_between_turns_and_the_agent_sta
     proc.stdin.flush()
     read_until(proc, "HELLO")  # the turn's answer; the chat then waits for a line
     proc.send_signal(sig)
-    _out, err = proc.communicate(timeout=RUN_TIMEOUT)
+    # not communicate(): it closes stdin, and a chat reading EOF leaves by itself, racing the signal
+    proc.wait(timeout=RUN_TIMEOUT)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
     assert proc.returncode == 128 + sig, err
     assert f"ended by {sig.name}" in err, err
     assert binding(warm, "sig") is not None

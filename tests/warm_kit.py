@@ -60,6 +60,10 @@ class Warm:
             "run", "--agent", agent.command_line, "--session", session, "--format", "json", *args, prompt, **env
         )
 
+    def start_run(self, agent: FakeAgent, session: str, prompt: str, *args: str) -> subprocess.Popen[str]:
+        """:meth:`run` in the background."""
+        return self.start("run", "--agent", agent.command_line, "--session", session, "--format", "json", *args, prompt)
+
     def start(self, *args: str, stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[str]:
         """``agy-host ARGS`` in the background (its output piped)."""
         return subprocess.Popen(

@@ -185,16 +185,7 @@ async def _ask_async(
         signals = CommandSignals(attached, before_the_turn)
         await watcher.start(signals.watch)
         try:
-            result, error, refused = await one_turn(
-                host,
-                opts,
-                opts.session,
-                blocks,
-                cwd=opts.cwd,
-                settings=opts.settings(),
-                attached=attached,
-                signals=signals,
-            )
+            result, error, refused = await one_turn(host, opts, blocks, attached=attached, signals=signals)
             if result is None and not error:
                 error = "interrupted; agy-host stopped waiting for the agent"
         except Exception as exc:

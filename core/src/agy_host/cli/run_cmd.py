@@ -172,16 +172,7 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
         blocks = opts.blocks or [TextBlock(text=opts.prompt)]
         try:
             result, error, return_code = await one_turn(
-                host,
-                opts,
-                opts.session,
-                blocks,
-                cwd=opts.cwd,
-                settings=opts.settings(),
-                attached=attached,
-                signals=signals,
-                sink=renderer.handle,
-                diffs=diffs,
+                host, opts, blocks, attached=attached, signals=signals, sink=renderer.handle, diffs=diffs
             )
         except Exception as exc:
             error = describe_error(exc)

@@ -28,6 +28,7 @@ from agy_host.contract.events import CommandsUpdated
 if TYPE_CHECKING:
     import signal
 
+    from agy_host.cli.turn_options import TurnOptions
     from agy_host.contract.events import AgentCommand, HostEvent
     from agy_host.contract.prompt import PromptBlock
     from agy_host.contract.rendering import DiffSource
@@ -92,24 +93,23 @@ class Attached:
 
 async def one_turn(
     host: Host,
-    opts: WarmOptions,
-    session: str,
+    opts: TurnOptions,
     blocks: Sequence[PromptBlock],
     *,
-    cwd: str,
-    settings: TurnSettings,
     attached: Attached,
     signals: CommandSignals,
     sink: Callable[[HostEvent], None] | None = None,
     diffs: DiffSource | None = None,
 ) -> tuple[TurnResult | None, str, int | None]:
-    """A one-turn command's turn (``run``, ``ask``): on the session's warm
-    agent when the command keeps one (no keeper to be had: a warning, and it
-    runs cold), else on a runtime of its own, closed after it. The result
-    (``None``: interrupted), the keeper's error and its exit code."""
+    """A one-turn command's turn (``run``, ``ask``) on its ``--session``: on
+    the session's warm agent when the command keeps one (no keeper to be
+    had: a warning, and it runs cold), else on a runtime of its own, closed
+    after it. The result (``None``: interrupted), the keeper's error and its
+    exit code."""
     from agy_host.keeper.client import KeeperGone, KeeperRefused, KeeperUnavailable
     from agy_host.runtime.session import SessionRuntime, say_stderr
 
+    session, cwd, settings = opts.session, opts.cwd, opts.settings()
     keep = keep_alive_s(host, opts)
     if keep > 0:
         warm = attached.runtime = WarmRuntime(host, opts, sink=sink, say=say_stderr, keep_alive_s=keep, diffs=diffs)
