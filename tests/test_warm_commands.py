@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from warm_kit import RUN_TIMEOUT, Warm, alive, methods, of, read_until, until
+from warm_kit import RUN_TIMEOUT, Warm, alive, methods, of, read_until, until, wait_gone
 
 from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
 
@@ -99,6 +99,17 @@ def test_keep_alive_0_keeps_nothing_warm(warm: Warm, command: str) -> None:
         done = warm.cli("ask", "--agent", agent.command_line, "--session", "k", "--keep-alive", "0", "hi")
     assert done.returncode == 0, done.stderr
     assert warm.status()["keeper"] is None, "--keep-alive 0 starts no keeper"
+
+
+def test_a_cold_chat_ends_the_sessions_warm_agent_first(warm: Warm) -> None:
+    """``chat --keep-alive 0`` on a session that is warm runs its own agent,
+    so the warm one ends first: two agents never hold one conversation."""
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    assert warm.run(agent, "c", "one").returncode == 0
+    [info] = warm.status()["sessions"]
+    talk = chat(warm, agent, "c", "two", args=("--keep-alive", "0"))
+    assert talk.returncode == 0 and "two" in talk.stdout, talk.stderr
+    assert warm.status()["sessions"] == [] and wait_gone(info["agent_pid"], 10), "the warm agent ended"
 
 
 # -- signals ---------------------------------------------------------------------------

@@ -279,6 +279,10 @@ async def _chat_async(state: CliState, host: Host, opts: ChatOptions, factory: R
                     chat.runtime = warm
                     code = await _chat_on(chat, warm)
                 else:
+                    if not opts.generated_session:
+                        from agy_host.keeper.client import end_warm
+
+                        await end_warm(host, opts.session)  # the session's warm agent (if any) ends first
                     async with SessionRuntime.open(
                         host, cwd=opts.cwd, sink=renderer.handle, diffs=diffs, start=False, exit_on_third_interrupt=True
                     ) as runtime:
