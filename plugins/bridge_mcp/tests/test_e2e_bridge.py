@@ -179,7 +179,14 @@ def test_the_agent_hanging_up_aborts_the_park(rig: Rig) -> None:
     assert result.proc.returncode == 0, ctx
     assert "tool error: MCP request timed out after 2s" in result.text, ctx
     notices = [n["message"] for n in result.of("notice")]
-    assert any("the agent disconnected before the tool result arrived" in n for n in notices), ctx
+    # The park ends at the hang-up, or (on a loaded machine, where the agent's
+    # turn end is read before the bridge sees the closed request) at the turn's
+    # end: either way it is aborted, said, and the turn does not wait for the tool.
+    ended = (
+        "the agent disconnected before the tool result arrived",
+        "the agent turn ended with an unresolved host tool call",
+    )
+    assert any(why in n for n in notices for why in ended), ctx
     # the tool kept running; its result reaches the agent in the follow-up turn
     assert "second: [Late tool delivery]" in result.text and "slow done after 4" in result.text, ctx
     assert rig.turns_sent() == 2, ctx
