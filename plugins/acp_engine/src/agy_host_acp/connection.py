@@ -12,7 +12,7 @@ its load is in flight, so history never reaches the user as live text. Some
 agents (the Gemini CLI) answer the load first and replay afterwards: after a
 load, the connection keeps dropping the session's updates until the agent has
 been quiet for a moment (bounded), before any prompt is sent. A replay that
-comes later still is caught by the turn (:mod:`agy_host_acp.replay`).
+comes later still is caught by the turn (both in :mod:`agy_host_acp.replay`).
 
 Exit is scoped to the connection object: ``on_exit(conn)`` is called once with
 the connection that died, so the driver can ignore a stale, slow-dying
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import operator
-import re
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import msgspec
 import trio
 
-from agy_host.contract.prompt import ImageBlock, PromptBlock, ResourceBlock, TextBlock
+from agy_host.contract.prompt import PromptBlock
 from agy_host.engine.base import McpServerSpec
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.process import KILL_GRACE_S
@@ -47,7 +46,11 @@ from agy_host_acp.jsonrpc import (
 )
 from agy_host_acp.process import AgentProcess
 from agy_host_acp.profiles import AgentSpec
+from agy_host_acp.prompt_content import acp_content
+from agy_host_acp.replay import TrailingReplay
 from agy_host_acp.session_params import session_params
+from agy_host_acp.sign_in import is_auth_error, sign_in_url
+from agy_host_acp.withdrawn import withdrawn_notice
 
 if TYPE_CHECKING:
     from agy_host.engine.trace import TraceTap
@@ -58,14 +61,7 @@ CLIENT_NAME = "agy-host"
 _PARAMS = operator.attrgetter("params")
 _SESSION_ID = operator.attrgetter("session_id")
 _UPDATE = operator.attrgetter("update")
-_SIGN_IN = re.compile(r"(Open the following link to authenticate[^:]*:\s*)?(https://accounts\.google\.com/\S+)")
 _MAX_PARSE_NOTICES = 3
-#: After a load that replayed nothing: how long to wait for a replay that trails the answer.
-REPLAY_FIRST_S = 0.5
-#: A trailing replay is over once the agent has been quiet this long.
-REPLAY_QUIET_S = 0.15
-#: The longest a trailing replay may hold up the turn.
-REPLAY_CAP_S = 5.0
 
 
 class AuthRequired(Exception):
@@ -76,10 +72,6 @@ class AuthRequired(Exception):
         super().__init__(text)
         self.method = method
         self.detail = detail
-
-
-class UnsupportedContent(Exception):
-    """A prompt block the agent did not advertise (``promptCapabilities``)."""
 
 
 class SessionListener(Protocol):
@@ -146,9 +138,7 @@ class AcpConnection:
         #: The session/new or session/load result of each session (config options, models, modes).
         self.setups: dict[str, s.SessionSetup] = {}
         self._loading: set[str] = set()
-        #: Set whenever a replayed update is dropped (the trailing-replay wait).
-        self._replay_tick = trio.Event()
-        self.replayed = 0
+        self.replay = TrailingReplay()
         self.dropped = 0
         self.parse_errors = 0
         self._noticed: set[str] = set()
@@ -303,7 +293,7 @@ class AcpConnection:
         try:
             return await self.rpc.request(method, params, timeout=timeout)
         except JsonRpcError as exc:
-            if exc.code == AUTH_REQUIRED and method != "initialize" and _is_auth(exc):
+            if exc.code == AUTH_REQUIRED and method != "initialize" and is_auth_error(exc):
                 raise AuthRequired(method, exc.message, exc.detail) from exc
             raise
 
@@ -325,15 +315,15 @@ class AcpConnection:
         self, session_id: str, cwd: str, mcp_servers: list[McpServerSpec], additional: list[str] | None = None
     ) -> s.SessionSetup:
         self._loading.add(session_id)
-        before = self.replayed
+        before = self.replay.count
         try:
             raw = await self._request(
                 "session/load",
                 {"sessionId": session_id, **session_params(cwd, mcp_servers, additional)},
                 timeout=self.session_timeout,
             )
-            during = self.replayed - before
-            trailing = await self._trailing_replay(first=during == 0)
+            during = self.replay.count - before
+            trailing = await self.replay.wait_out(first=during == 0)
         finally:
             self._loading.discard(session_id)
         setup: s.SessionSetup = s.convert(raw if isinstance(raw, dict) else {}, s.SessionSetup)
@@ -343,26 +333,6 @@ class AcpConnection:
         self.last_session = session_id
         self.log.add("session-load", sessionId=session_id, replayed=during, replayed_after_answer=trailing)
         return setup
-
-    async def _trailing_replay(self, *, first: bool) -> int:
-        """Drop a replay that trails the load's answer; how many updates it had.
-
-        With nothing replayed during the load, the agent gets
-        :data:`REPLAY_FIRST_S` to start one; a replay under way is over when
-        the agent is quiet for :data:`REPLAY_QUIET_S`; all of it within
-        :data:`REPLAY_CAP_S`. Only loads pay this, never a new or resumed
-        session, and agents that replay inside the load pay the quiet wait."""
-        start = self.replayed
-        with trio.move_on_after(REPLAY_CAP_S):
-            wait = REPLAY_FIRST_S if first else REPLAY_QUIET_S
-            while True:
-                self._replay_tick = trio.Event()
-                with trio.move_on_after(wait):
-                    await self._replay_tick.wait()
-                if not self._replay_tick.is_set():
-                    break
-                wait = REPLAY_QUIET_S
-        return self.replayed - start
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         """A request outside the turn machinery (``session/list``, ``session/delete``), bounded like session calls."""
@@ -405,26 +375,7 @@ class AcpConnection:
     def prompt_blocks(self, blocks: list[PromptBlock]) -> list[dict[str, Any]]:
         """ACP content blocks, refusing what the agent did not advertise."""
         caps = self.info.agent_capabilities.prompt_capabilities if self.info else s.PromptCapabilities()
-        out: list[dict[str, Any]] = []
-        for block in blocks:
-            if isinstance(block, TextBlock):
-                out.append({"type": "text", "text": block.text})
-            elif isinstance(block, ImageBlock):
-                if not caps.image:
-                    raise UnsupportedContent(f"{self.spec.label} does not accept images (promptCapabilities.image)")
-                out.append({"type": "image", "data": block.data, "mimeType": block.mime_type})
-            elif isinstance(block, ResourceBlock):
-                if not caps.embedded_context:
-                    raise UnsupportedContent(
-                        f"{self.spec.label} does not accept embedded resources (promptCapabilities.embeddedContext)"
-                    )
-                out.append(
-                    {
-                        "type": "resource",
-                        "resource": {"uri": block.uri, "mimeType": block.mime_type, "text": block.text},
-                    }
-                )
-        return out
+        return acp_content(blocks, caps, self.spec.label)
 
     async def prompt(self, session_id: str, blocks: list[dict[str, Any]]) -> s.PromptResult:
         # No timeout here: the driver's turn timers govern the turn.
@@ -471,8 +422,7 @@ class AcpConnection:
         if sid is None:
             sid = self.last_session
         if sid in self._loading:
-            self.replayed += len(updates)
-            self._replay_tick.set()
+            self.replay.dropped(len(updates))
             self._hold_commands(sid, updates)
             return
         listener = self.listeners.get(sid) if sid is not None else None
@@ -486,8 +436,7 @@ class AcpConnection:
         if sid is None:
             sid = self.last_session
         if sid in self._loading:
-            self.replayed += 1
-            self._replay_tick.set()
+            self.replay.dropped(1)
             self._hold_commands(sid, [update])
             return
         listener = self.listeners.get(sid) if sid is not None else None
@@ -572,20 +521,8 @@ class AcpConnection:
     def _withdrawn(self, method: str, params: msgspec.Raw) -> None:
         """The agent withdrew a request it sent (``$/cancel_request``): its
         prompt or callback was cancelled; the person is told why it went."""
-        try:
-            decoded = msgspec.json.decode(params)
-        except msgspec.DecodeError:
-            decoded = {}
-        found = decoded if isinstance(decoded, dict) else {}
-        sid = found.get("sessionId") if isinstance(found.get("sessionId"), str) else None
-        what = {"session/request_permission": "permission request", "elicitation/create": "question"}.get(
-            method, f"{method} request"
-        )
-        tool = found.get("toolCall")
-        title = found.get("message") or (tool.get("title") if isinstance(tool, dict) else None)
-        named = f" ({title!r})" if isinstance(title, str) and title else ""
+        sid, message = withdrawn_notice(method, params)
         self.log.add("request-withdrawn", method=method, sessionId=sid or "")
-        message = f"the agent withdrew its {what}{named}; nothing was answered"
         listener = self.listeners.get(sid) if sid else None
         if listener is not None:
             listener.on_notice("info", message, "withdrawn")
@@ -625,10 +562,9 @@ class AcpConnection:
             self._on_notice(level, message, code)
 
     def _scan_sign_in(self, line: str) -> bool:
-        m = _SIGN_IN.search(line)
-        if not m:
+        url = sign_in_url(line)
+        if url is None:
             return False
-        url = m.group(2)
         self.sign_in_urls.append(url)
         self.log.add("auth-url", url=url.split("?", 1)[0])
         self._notice(
@@ -655,18 +591,10 @@ class AcpConnection:
         self._scan_sign_in(line)
 
 
-def _is_auth(exc: JsonRpcError) -> bool:
-    """-32000 is ACP's auth_required, but agents also use it for other server
-    errors ("unknown session"); only treat it as a sign-in problem when it says so."""
-    text = f"{exc.message} {exc.detail}".lower()
-    reason = exc.data.get("reason") if isinstance(exc.data, dict) else None
-    return "auth" in text or "sign in" in text or "login" in text or reason == "onboarding_failed"
-
-
 def _version() -> str:
     from agy_host_acp import __version__
 
     return __version__
 
 
-__all__ = ["AcpConnection", "AuthRequired", "SessionListener", "UnsupportedContent"]
+__all__ = ["AcpConnection", "AuthRequired", "SessionListener"]

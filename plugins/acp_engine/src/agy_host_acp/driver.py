@@ -29,11 +29,12 @@ from agy_host.engine.timers import minutes
 from agy_host.engine.turn import DriverTurns, TurnFailed, driver_scope
 from agy_host_acp import models
 from agy_host_acp import schema as s
-from agy_host_acp.connection import AcpConnection, AuthRequired, UnsupportedContent
+from agy_host_acp.connection import AcpConnection, AuthRequired
 from agy_host_acp.events import outcome_for, prompt_usage, stop_warning
 from agy_host_acp.jsonrpc import ConnectionClosed, JsonRpcError, RequestTimeout
 from agy_host_acp.memory import AgentMemory, CancelMode
 from agy_host_acp.process import SpawnError
+from agy_host_acp.prompt_content import UnsupportedContent
 from agy_host_acp.schema import PROTOCOL_VERSION
 from agy_host_acp.turn import Turn
 

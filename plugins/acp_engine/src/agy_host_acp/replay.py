@@ -6,8 +6,9 @@ connection drops every update of a session while its load is in flight
 keep to that order: the Gemini CLI answers the load first and streams the
 history afterwards, so the old prompt (``user_message_chunk``) and the old
 answer (``agent_message_chunk``) arrive once the next turn is running. The
-connection waits for such a trailing replay before it sends the prompt; this
-guard is the second line, for a replay that comes later still.
+connection waits for such a trailing replay before it sends the prompt
+(:class:`TrailingReplay`); the :class:`ReplayGuard` is the second line, for a
+replay that comes later still.
 
 The rule: a ``user_message_chunk`` inside a turn is history by definition
 (agy-host sent the prompt; an agent does not speak for the user), unless it
@@ -24,11 +25,20 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import trio
+
 from agy_host_acp import schema as s
 
 #: A pause longer than this ends a replay burst (a replay is written from
 #: memory, back to back; a live answer waits on the model).
 REPLAY_GAP_S = 0.25
+
+#: After a load that replayed nothing: how long to wait for a replay that trails the answer.
+REPLAY_FIRST_S = 0.5
+#: A trailing replay is over once the agent has been quiet this long.
+REPLAY_QUIET_S = 0.15
+#: The longest a trailing replay may hold up the turn.
+REPLAY_CAP_S = 5.0
 
 #: Updates that are part of a conversation's history when replayed.
 _CONTENT = (s.AgentMessageChunk, s.AgentThoughtChunk, s.ToolCall, s.ToolCallUpdate, s.Plan, s.UserMessageChunk)
@@ -84,4 +94,41 @@ class ReplayGuard:
         return bool(text) and bool(self._prompt) and text in self._prompt
 
 
-__all__ = ["REPLAY_GAP_S", "ReplayGuard"]
+class TrailingReplay:
+    """The connection's count of updates dropped during loads, and the wait
+    for a replay that trails a load's answer."""
+
+    __slots__ = ("_tick", "count")
+
+    def __init__(self) -> None:
+        self._tick = trio.Event()
+        #: Updates dropped as replayed history on this connection.
+        self.count = 0
+
+    def dropped(self, n: int) -> None:
+        """``n`` updates of a loading session were dropped."""
+        self.count += n
+        self._tick.set()
+
+    async def wait_out(self, *, first: bool) -> int:
+        """Wait out a replay that trails the load's answer; how many updates it had.
+
+        With nothing replayed during the load (``first``), the agent gets
+        :data:`REPLAY_FIRST_S` to start one; a replay under way is over when
+        the agent is quiet for :data:`REPLAY_QUIET_S`; all of it within
+        :data:`REPLAY_CAP_S`. Only loads pay this, never a new or resumed
+        session, and agents that replay inside the load pay the quiet wait."""
+        start = self.count
+        with trio.move_on_after(REPLAY_CAP_S):
+            wait = REPLAY_FIRST_S if first else REPLAY_QUIET_S
+            while True:
+                self._tick = trio.Event()
+                with trio.move_on_after(wait):
+                    await self._tick.wait()
+                if not self._tick.is_set():
+                    break
+                wait = REPLAY_QUIET_S
+        return self.count - start
+
+
+__all__ = ["REPLAY_CAP_S", "REPLAY_FIRST_S", "REPLAY_GAP_S", "REPLAY_QUIET_S", "ReplayGuard", "TrailingReplay"]
