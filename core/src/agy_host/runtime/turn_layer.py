@@ -18,7 +18,8 @@ engine's :class:`~agy_host.engine.driver.TurnDriver`:
 
 A host tool call ends :meth:`TurnLayer.run_turn` with stop reason
 ``tool_use`` *without* closing the agent's turn; after the host ran the tool
-and delivered its result, :meth:`TurnLayer.continue_turn` re-enters the same
+(:mod:`agy_host.runtime.turn_tools`) and delivered its result,
+:meth:`TurnLayer.continue_turn` re-enters the same
 agent turn and goes on reading. With a :class:`~agy_host.service.roundtrips.RoundTrips`
 (the bridge's calls) the layer is the round-trips' :class:`ParkTarget`: they
 park and unpark the turn they find here, and results whose park died come
@@ -42,7 +43,6 @@ from agy_host.contract.events import (
     HostEvent,
     Notice,
     OutcomeActivity,
-    QuestionAnswered,
     StopReason,
     TextDelta,
     ToolUseRequested,
@@ -53,7 +53,7 @@ from agy_host.contract.events import (
 from agy_host.contract.prompt import PromptBlock, prompt_text
 from agy_host.contract.prompt_parts import PromptContext, is_slash_command
 from agy_host.contract.run_context import TurnContext
-from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.contract.tools import HostTool
 from agy_host.contract.turn_result import ToolResultSink, TurnLayerError, TurnResult, exit_code_for
 from agy_host.engine.driver import TurnDriver, TurnHandle, TurnRequest
 from agy_host.exit_codes import ExitCode
@@ -61,6 +61,7 @@ from agy_host.runtime.budget import Budget, crossed, settle
 from agy_host.runtime.store import SessionBinding, SessionStore, utc_now
 from agy_host.runtime.turn_events import TurnState, map_activity
 from agy_host.runtime.turn_prompt import PROMPT_SEPARATOR, assemble_prompt, with_late_results
+from agy_host.runtime.turn_tools import resolve_tool_use as _resolve_tool_use
 
 if TYPE_CHECKING:
     from agy_host.config import Config
@@ -314,85 +315,9 @@ class TurnLayer:
     @_with_own_config
     async def resolve_tool_use(self, tools: Mapping[str, HostTool], sinks: Sequence[ToolResultSink]) -> TurnResult:
         """Run the host tool the parked turn asked for, hand its result to the
-        first sink that knows the call, and continue the turn.
-
-        This is where host-side gating happens: a tool may refuse by returning
-        an error result, and a tool that raises answers the agent with one
-        (the agent decides what to do with it). An abort of the turn cancels
-        the tool; nothing is delivered then. When no sink takes a result of a
-        call the driver parked itself, that call cannot be answered, so the
-        turn is aborted rather than left to hang until its park times out.
-        """
-        turn = self._turn
-        if turn is None or not turn.parked or turn.handle is None:
-            return await self.continue_turn()
-        request = turn.handle_request
-        assert request is not None
-        tool = tools.get(request.name)
-        if tool is None:
-            result: ToolResult | None = ToolResult(
-                text=f"host tool {request.name!r} is not available in this agy-host", is_error=True
-            )
-        else:
-            result = await self._run_tool(tool, request, turn.handle)
-        owned = self._owned(request.call_id)
-        if result is not None and result.unanswered_question:
-            turn.unanswered.append(result.unanswered_question)
-            self.emit(
-                QuestionAnswered(
-                    kind="text",
-                    message=result.unanswered_question,
-                    action="cancel",
-                    by="host",
-                    reason=result.text,
-                    unanswered=True,
-                )
-            )
-        if result is None:  # the turn was aborted while the tool ran
-            if owned and self.roundtrips is not None:
-                self.roundtrips.discard(request.call_id)
-            return await self.continue_turn()
-        delivered = False
-        for sink in sinks:
-            try:
-                delivered = sink.deliver_tool_result(request.call_id, result)
-            except Exception as exc:
-                self._warn(f"delivering the result of {request.name!r} failed: {type(exc).__name__}: {exc}")
-            if delivered:
-                break
-        if not delivered and owned:
-            # The park already answered the agent (with an error) and unparked.
-            self.emit(Notice(level="warning", message=f"the result of host tool {request.name!r} was dropped"))
-        elif not delivered:
-            self.emit(
-                Notice(
-                    level="error",
-                    message=f"the result of host tool {request.name!r} could not be delivered to the agent; "
-                    "aborting the turn",
-                )
-            )
-            turn.handle.abort("host tool result could not be delivered")
-        return await self.continue_turn()
-
-    async def _run_tool(self, tool: HostTool, request: ToolUseRequested, handle: TurnHandle) -> ToolResult | None:
-        """The tool's result; ``None`` when the turn was aborted meanwhile."""
-        result: ToolResult | None = None
-        async with trio.open_nursery() as nursery:
-
-            async def cancel_on_abort() -> None:
-                await handle.abort_requested.wait()
-                nursery.cancel_scope.cancel()
-
-            nursery.start_soon(cancel_on_abort)
-            try:
-                value: object = await tool.call(dict(request.args))
-            except Exception as exc:
-                value = ToolResult(
-                    text=f"host tool {request.name!r} failed: {type(exc).__name__}: {exc}", is_error=True
-                )
-            result = value if isinstance(value, ToolResult) else ToolResult(text=str(value))
-            nursery.cancel_scope.cancel()
-        return result
+        first sink that knows the call, and continue the turn
+        (:func:`agy_host.runtime.turn_tools.resolve_tool_use`)."""
+        return await _resolve_tool_use(self, tools, sinks)
 
     def _prompt(self, turn: TurnState, prompt: list[PromptBlock], *, late: bool, slash: bool) -> list[PromptBlock]:
         session, cwd, binding = turn.session, turn.cwd, turn.binding
