@@ -32,19 +32,17 @@ import trio
 from agy_host.contract.events import (
     BridgeCallActivity,
     ErrorKind,
-    NoticeActivity,
     OutcomeActivity,
     PermissionActivity,
     PermissionOption,
 )
 from agy_host.contract.permissions import PermissionRequest
-from agy_host.contract.tools import HostTool, ToolResult
-from agy_host.engine.base import McpServerSpec
+from agy_host.contract.tools import ToolResult
 from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import minutes
 from agy_host.engine.turn import DriverTurns, TurnFailed, driver_scope
-from agy_host_harness import harness_config, outcome, prompting, wire
+from agy_host_harness import opening, outcome, prompting, wire
 from agy_host_harness.binary import INSTALL_HINT
 from agy_host_harness.bootstrap import BootstrapError
 from agy_host_harness.conversation import Conversation
@@ -61,9 +59,6 @@ if TYPE_CHECKING:
 #: recordings and the parity rig use it): an alias of ``AGY_HOST_TRACE`` for
 #: this engine, ignored when the host traces already.
 RECORD_ENV = "AGY_HOST_HARNESS_RECORD"
-#: How long a re-opened conversation waits for the harness to release its id.
-IN_USE_WAIT_S = 5.0
-IN_USE = "is already in use"
 ALLOW = PermissionOption(option_id="allow", name="Allow", kind="allow_once")
 #: The harness has no memory of its own for a dynamic decision: agy-host's
 #: broker remembers this one for the tool, for the rest of the host session
@@ -308,7 +303,12 @@ class HarnessDriver:
 
     # -- the harness process and conversations --------------------------------------------
 
-    async def _harness(self) -> HarnessProcess:
+    def start_reader(self, conversation: Conversation) -> None:
+        """Route ``conversation``'s frames to this driver until its socket closes."""
+        self._nursery.start_soon(conversation.read, self)
+
+    async def harness_process(self) -> HarnessProcess:
+        """The running harness, started (and bootstrapped) when there is none."""
         async with self._start_lock:
             harness = self.harness
             if harness is not None and harness.alive:
@@ -351,117 +351,6 @@ class HarnessDriver:
                 if conversation.turn is not None:
                     conversation.turn.on_closed(f"exit code {harness.returncode}")
                 await conversation.aclose()
-
-    def _profile(
-        self, turn: HarnessTurn, tools: list[HostTool], servers: list[McpServerSpec]
-    ) -> harness_config.Profile:
-        req = turn.request
-        model, effort, note = self.engine.catalog.resolve(req.model or self.settings.model, req.effort or None)
-        if note:
-            turn.emit(NoticeActivity(level="warning", message=note, code="settings"))
-        if req.additional_directories:
-            turn.emit(
-                NoticeActivity(
-                    level="warning",
-                    message="the harness works in the working directory only; --add-dir is not passed",
-                    code="add-dir",
-                )
-            )
-        return harness_config.Profile(
-            model=model,
-            effort=effort,
-            cwd=req.cwd,
-            policy=self.engine.ctx.permission_policy,
-            skip_permissions=req.skip_permissions,
-            host_tools=tuple(sorted(t.name for t in tools)),
-            mcp=tuple(sorted(f"{s.name}:{','.join(s.offers)}" for s in servers)),
-        )
-
-    async def _conversation(self, turn: HarnessTurn, system_block: str) -> Conversation:
-        req = turn.request
-        harness = await self._harness()
-        tools, servers = self.engine.ctx.tools(), self.engine.ctx.mcp_servers()  # asked once per turn
-        profile = self._profile(turn, tools, servers)
-        current = self.conversations.get(req.session)
-        wanted = req.conversation_id
-        if current is not None and not current.closed:
-            if current.profile == profile and (wanted is None or wanted == current.cascade_id):
-                return current
-            self.stats["reopens"] += 1
-            self.lifecycle.add("reopen", session=req.session, why="settings changed")
-            wanted = wanted or current.cascade_id
-            await current.aclose()
-        fresh_block = system_block
-        if wanted:
-            system_block = self.engine.saved_system_block(wanted)
-
-        def config_for(cascade_id: str | None, block: str) -> dict[str, Any]:
-            return harness_config.build(
-                settings=self.settings,
-                profile=profile,
-                point=self.engine.endpoint,
-                tools=tools,
-                servers=servers,
-                system_block=block,
-                app_data_dir=str(self.engine.paths.app_data),
-                cascade_id=cascade_id,
-            )
-
-        try:
-            conversation = await self._open_conversation(
-                harness, req.session, config_for(wanted, system_block), profile
-            )
-        except TurnFailed as exc:
-            # The bound conversation is gone from the harness's storage (or
-            # refused): under --resume that is the turn's end (exit 4), else a
-            # new conversation, said in agy-host's words (the engines agree).
-            if not wanted or exc.kind == "auth" or turn.aborted:
-                raise
-            self.lifecycle.add("resume-failed", session=req.session, id=wanted, error=str(exc)[:300])
-            if req.resume:
-                raise TurnFailed(str(exc), "no_session") from exc
-            turn.emit(
-                NoticeActivity(
-                    level="warning",
-                    message=f"the harness could not continue conversation {wanted}; this turn starts a new "
-                    "conversation, without the earlier messages (pass --resume to fail instead)",
-                    code="conversation-replaced",
-                )
-            )
-            wanted, system_block = None, fresh_block
-            conversation = await self._open_conversation(harness, req.session, config_for(None, system_block), profile)
-        if wanted:
-            self.stats["resumes"] += 1
-        else:
-            self.stats["conversations"] += 1
-            self.engine.save_system_block(conversation.cascade_id, system_block)
-        self.lifecycle.add("conversation", session=req.session, id=conversation.cascade_id, resumed=bool(wanted))
-        self.conversations[req.session] = conversation
-        self._nursery.start_soon(conversation.read, self)
-        return conversation
-
-    async def _open_conversation(
-        self, harness: HarnessProcess, session: str, config: dict[str, Any], profile: harness_config.Profile
-    ) -> Conversation:
-        """Open, retrying while the harness still holds the same id: a
-        conversation re-opened on its own id (new settings) races the harness
-        releasing the old socket ("Cascade ID ... is already in use")."""
-        deadline = trio.current_time() + IN_USE_WAIT_S
-        while True:
-            try:
-                return await Conversation.open(
-                    harness,
-                    session=session,
-                    config=config,
-                    profile=profile,
-                    timeout_s=self.settings.start_timeout_seconds,
-                    trace=self.trace,
-                )
-            except TurnFailed as exc:
-                if IN_USE not in str(exc) or trio.current_time() >= deadline:
-                    raise
-                self.lifecycle.add("resume-retry", session=session, why="id still in use")
-                await trio.sleep(0.05)
 
     # -- one turn ------------------------------------------------------------------------
 
@@ -515,7 +404,7 @@ class HarnessDriver:
         with turn.timers.scope:
             turn.timers.arm()
             try:
-                conversation = await self._conversation(turn, system_block)
+                conversation = await opening.conversation_for(self, turn, system_block)
             except TurnFailed as exc:
                 return turn.failed(str(exc), exc.kind)
             self._conversation_of[turn.handle.turn_id] = conversation
