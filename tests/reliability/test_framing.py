@@ -17,8 +17,9 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from reliability._support import ENGINES, driver, notices, raw_engine, request
+from reliability._support import ENGINES, driver, notices, raw_engine, request, stream_json_engine
 
+from agy_host.testing.agy_cli.agent import make_fake_agy
 from agy_host.testing.contract import collect, outcome_of, text_of
 from agy_host_acp import jsonrpc
 from agy_host_stream_json import wire
@@ -167,3 +168,19 @@ async def test_acp_a_chunk_with_invalid_utf8_is_kept_and_unknown_updates_are_vis
     # the agent answered initialize with a protocol version we do not speak
     assert sum("protocol version 2" in n for n in shown) == 1, shown
     assert snapshot.extra["protocol"] == "2 (agy-host speaks 1)"
+
+
+async def test_stream_json_a_delta_with_invalid_utf8_is_kept_with_a_replacement_character(tmp_path: Path) -> None:
+    """A stream-json delta holding a byte that is not UTF-8 (the real fake
+    ``agy`` writes it raw) is kept with U+FFFD, as on ACP, never dropped with
+    the text around it; one warning says so, and the lifecycle log has it."""
+    fake = make_fake_agy(tmp_path / "agy", {"turns": [[{"say": "A "}, {"say_bytes": "caf\\xffE"}, {"say": "ND"}]]})
+    async with driver(stream_json_engine(tmp_path, fake.bin)) as drv:
+        acts = await collect(await drv.run(request(tmp_path)), seconds=30)
+        snapshot = drv.snapshot()
+    assert outcome_of(acts).status == "ok", outcome_of(acts)
+    assert text_of(acts) == "A caf\ufffdEND"
+    shown = notices(acts)
+    assert shown == ["the agent sent text with invalid UTF-8; the bad bytes are shown as \ufffd"], shown
+    assert [e.event for e in snapshot.lifecycle].count("invalid-utf8") == 1
+    assert snapshot.extra["invalid_utf8_lines"] == 1

@@ -34,6 +34,7 @@ from agy_host.contract.prompt import PromptBlock
 from agy_host.engine.base import McpServerSpec
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.process import KILL_GRACE_S
+from agy_host.engine.utf8 import INVALID_UTF8, INVALID_UTF8_NOTICE
 from agy_host_acp import elicitation
 from agy_host_acp import schema as s
 from agy_host_acp.elicitation import ElicitationParams
@@ -456,10 +457,8 @@ class AcpConnection:
         if method == "session/update":
             sid, update, repaired = s.decode_session_update(params)
             if repaired:
-                self.log.add("invalid-utf8", sessionId=sid or "")
-                self._notice_once(
-                    "invalid-utf8", "the agent sent text with invalid UTF-8; the bad bytes are shown as \ufffd"
-                )
+                self.log.add(INVALID_UTF8, sessionId=sid or "")
+                self._notice_once(INVALID_UTF8, INVALID_UTF8_NOTICE)
             if isinstance(update, s.UnknownUpdate):
                 self.log.add("unknown-update", kind=update.kind)
                 self._notice_once(

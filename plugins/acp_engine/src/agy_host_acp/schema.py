@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from agy_host.engine.utf8 import repair_utf8
+
 PROTOCOL_VERSION = 1
 
 
@@ -404,18 +406,17 @@ def decode_session_update(params: bytes) -> tuple[str | None, Update, bool]:
 
     ``repaired`` is true when the params held bytes that are not UTF-8: they
     are decoded with U+FFFD in their place (and the caller warns), so an
-    agent's one bad byte never drops the text around it."""
+    agent's one bad byte never drops the text around it (core's
+    :func:`~agy_host.engine.utf8.repair_utf8`, which stream-json uses too)."""
     try:
         note = _notification_decoder.decode(params)
         return note.session_id, note.update, False
     except (msgspec.DecodeError, RecursionError):
         pass
-    repaired = False
-    try:
-        bytes(params).decode("utf-8")
-    except UnicodeDecodeError:
-        params = bytes(params).decode("utf-8", "replace").encode("utf-8")
-        repaired = True
+    fixed = repair_utf8(params)
+    repaired = fixed is not None
+    if fixed is not None:
+        params = fixed
         try:
             note = _notification_decoder.decode(params)
             return note.session_id, note.update, True

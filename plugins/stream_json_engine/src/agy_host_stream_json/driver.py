@@ -43,6 +43,7 @@ from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.model_tiers import resolve_effort
 from agy_host.engine.timers import minutes
 from agy_host.engine.turn import DriverTurns, driver_scope
+from agy_host.engine.utf8 import INVALID_UTF8
 from agy_host_stream_json import settle
 from agy_host_stream_json.outcome import INSTALL_HINT, death_failure, is_statement, is_success
 from agy_host_stream_json.process import AgyProcess, SpawnError
@@ -81,6 +82,8 @@ class StreamJsonDriver:
         self.stale_lines = 0
         self.orphan_lines = 0
         self.unknown_lines = 0
+        #: Lines kept with U+FFFD for bytes that were not UTF-8.
+        self.invalid_utf8_lines = 0
         self.bound_conversation: str | None = None
 
     # -- contract ---------------------------------------------------------------
@@ -119,6 +122,8 @@ class StreamJsonDriver:
             extra["orphan_lines"] = self.orphan_lines
         if self.unknown_lines:
             extra["unknown_lines"] = self.unknown_lines
+        if self.invalid_utf8_lines:
+            extra["invalid_utf8_lines"] = self.invalid_utf8_lines
         return DriverSnapshot(
             engine="stream-json",
             state=self.state,
@@ -175,6 +180,10 @@ class StreamJsonDriver:
             self.unknown_lines += 1
             if self.unknown_lines <= 3:  # the ring is small: a flood must not wipe it
                 self.lifecycle.add("unknown-line", reason=event.reason, head=event.head[:120])
+        if event.invalid_utf8 and kind is not Unknown:
+            self.invalid_utf8_lines += 1
+            if self.invalid_utf8_lines <= 3:
+                self.lifecycle.add(INVALID_UTF8, kind=kind.__name__)
         turn = self._turn_of(child)
         if turn is None or turn.result is not None:
             # Between turns, or after the turn's result in the same read: agy

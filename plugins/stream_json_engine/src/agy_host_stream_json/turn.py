@@ -18,6 +18,7 @@ import trio
 from agy_host.contract.events import ErrorKind, NoticeActivity
 from agy_host.engine.driver import TurnRequest
 from agy_host.engine.turn import EngineTurn
+from agy_host.engine.utf8 import INVALID_UTF8, INVALID_UTF8_NOTICE
 from agy_host_stream_json.mapping import StepMapper
 from agy_host_stream_json.outcome import PRINT_TIMEOUT_LINE, is_statement
 from agy_host_stream_json.wire import Event, InitEvent, Result, ResultEvent, StepEvent, Unknown
@@ -42,6 +43,7 @@ class Turn(EngineTurn):
         self.statements: list[str] = []
         self.print_timeout_line: str | None = None
         self.wire_notices = 0
+        self.warned_utf8 = False
         #: Set when the turn must end before agy answers it (``--resume`` of a
         #: conversation agy did not continue): the message and error kind.
         self.refused: tuple[str, ErrorKind] | None = None
@@ -92,6 +94,9 @@ class Turn(EngineTurn):
             )
         if event.dropped:
             self.wire_notice(f"agy sent fields of an unexpected type; ignored: {', '.join(event.dropped)}")
+        if event.invalid_utf8 and kind is not Unknown and not self.warned_utf8:
+            self.warned_utf8 = True  # once per turn; the text is kept, with U+FFFD for the bad bytes
+            self.handle.emit(NoticeActivity(level="warning", message=INVALID_UTF8_NOTICE, code=INVALID_UTF8))
 
     def wire_notice(self, message: str) -> None:
         if self.wire_notices < MAX_WIRE_NOTICES:

@@ -19,6 +19,10 @@ path). Tolerance rules, each from a build that did it:
   :class:`Unknown` or are ignored; nothing raises.
 * Lines are split on ``\\n`` only: Go may put a raw U+0085 inside a string,
   which ``str.splitlines()`` would cut.
+* A line with bytes that are not UTF-8 is decoded again with U+FFFD in
+  their place (core's :func:`~agy_host.engine.utf8.repair_utf8`, as the ACP
+  engine does) and marked :attr:`Parsed.invalid_utf8`, so one bad byte never
+  drops the delta around it.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 import msgspec
 
 from agy_host.engine.process import MAX_LINE_BYTES, LineSplitter
+from agy_host.engine.utf8 import repair_utf8
 
 
 class Usage(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -119,6 +124,8 @@ class Line(msgspec.Struct, kw_only=True):
 class Parsed(msgspec.Struct, kw_only=True):
     #: Fields dropped because their type was unexpected (``$.step_update.step_index``).
     dropped: list[str] = msgspec.field(default_factory=list)
+    #: The line held bytes that are not UTF-8, decoded as U+FFFD.
+    invalid_utf8: bool = False
 
 
 class InitEvent(Parsed, kw_only=True):
@@ -223,6 +230,16 @@ def _repair(value: Any, kind: Any, dropped: list[str]) -> Any:
 
 def parse(raw: bytes) -> Event:
     """Classify one line (without its newline). Never raises."""
+    event = _parse(raw)
+    if type(event) is Unknown and event.reason == "not-json":
+        fixed = repair_utf8(raw)
+        if fixed is not None:
+            event = _parse(fixed)
+            event.invalid_utf8 = True
+    return event
+
+
+def _parse(raw: bytes) -> Event:
     try:
         return _classify(_line.decode(raw), raw, [])
     except msgspec.ValidationError:

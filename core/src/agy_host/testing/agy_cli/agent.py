@@ -32,6 +32,8 @@ Steps (one-key objects)::
     {"think": "text"}                  an agent_response frame with thought_text
     {"tool": {name, params, output, error, needs_permission}}   ACTIVE, then DONE / ERROR
     {"step": {...}} / {"line": {...}} / {"raw": "text"}         any step_update / any object / a non-JSON line
+    {"say_bytes": "caf\\xff"}          an agent_response delta holding raw bytes: each ``\\xNN`` is that
+                                       byte, so a delta can carry invalid UTF-8 (the said text keeps U+FFFD)
     {"split": {...}}                   a step_update written in two pieces, 0.1 s apart
     {"stderr": "text"}  {"sleep": s}  {"hang": true}  {"tick": {"every": s, "text": t}}
     {"echo": true}                     say the prompt back
@@ -111,6 +113,15 @@ class _Stop(Exception):
 
 class _PrintTimeout(Exception):
     pass
+
+
+#: Stands for a ``say_bytes`` step's raw bytes in its encoded frame.
+_RAW_MARK = "\u0001raw-bytes\u0001"
+
+
+def _escaped_bytes(text: str) -> bytes:
+    """``text`` as UTF-8 with each ``\\xNN`` escape turned into that byte."""
+    return re.sub(rb"\\x([0-9a-fA-F]{2})", lambda m: bytes([int(m.group(1), 16)]), text.encode("utf-8"))
 
 
 def parse_duration(text: str) -> float:
@@ -340,6 +351,16 @@ class FakeAgy:
         self.step({**fields, **({"text_delta": text} if text else {})}, index)
         self.said.extend(pieces)
 
+    def say_bytes(self, raw: bytes) -> None:
+        """One agent_response delta whose text is ``raw`` byte for byte (valid JSON around it)."""
+        index, self.steps = self.steps, self.steps + 1
+        fields = {"state": "DONE", "step_type": "agent_response", "text_delta": _RAW_MARK}
+        frame = self.wire.encode(
+            {"event": "step_update", "step_update": {"conversation_id": self.conv, "step_index": index, **fields}}
+        )
+        self.out.write(frame.replace(self.wire.encode(_RAW_MARK)[1:-1], raw) + b"\n")
+        self.said.append(raw.decode("utf-8", "replace"))
+
     def tool(self, spec: dict[str, Any]) -> None:
         name, params = spec.get("name", "tool"), spec.get("params", {})
         info: dict[str, Any] = {"name": name, "parameters": params}
@@ -402,6 +423,8 @@ class FakeAgy:
             self.out.send(value)
         elif kind == "raw":
             self.out.raw_line(value)
+        elif kind == "say_bytes":
+            self.say_bytes(_escaped_bytes(value))
         elif kind == "split":
             index, self.steps = self.steps, self.steps + 1
             fields = {"conversation_id": self.conv, "step_index": index, **value}
