@@ -137,3 +137,18 @@ async def test_async_for_keeps_the_rest_of_a_batch_for_the_next_loop() -> None:
 
 async def test_turn_ids_are_unique() -> None:
     assert TurnHandle().turn_id != TurnHandle().turn_id
+
+
+def test_the_conversation_is_told_as_soon_as_known_once_per_id() -> None:
+    """Issue 28 item 1: the turn layer binds the session from this, before
+    (and whether or not) the turn settles."""
+    h = TurnHandle()
+    heard: list[str] = []
+    h.on_conversation(heard.append)
+    h.conversation_known(None)
+    h.conversation_known("c1")
+    h.conversation_known("c1")
+    h.conversation_known("c2")  # replaced: told again
+    late: list[str] = []
+    h.on_conversation(late.append)  # a listener after the fact hears the current one
+    assert (heard, late, h.conversation_id) == (["c1", "c2"], ["c2"], "c2")

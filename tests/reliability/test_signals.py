@@ -271,3 +271,94 @@ def test_ask_plan_ends_agy_on_sigterm_with_the_signals_exit_code(tmp_path: Path)
         assert run.agent_pids() == []
     finally:
         run.kill_leftovers()
+
+
+class TwoTurnAgent:
+    """An agent whose first turn hangs (cancel, SIGTERM and stdin EOF
+    ignored, a long cancel grace) and whose second echoes: one command
+    interrupted in the grace, then the next command on the same session."""
+
+    def __init__(self, tmp_path: Path, engine: str) -> None:
+        self.engine, self.marker = engine, tmp_path / "agents"
+        self.home, self.cwd = tmp_path / "home", tmp_path
+        self.extra = {"AGY_HOST_TTY": "none"}
+        self.args = [sys.executable, "-m", "agy_host.cli.main", "run", "--session", "sig", "--engine", engine]
+        first: list[dict[str, object]] = [{"chunk" if engine == "acp" else "say": "T0"}, {"hang": True}]
+        cfg = self.home / ".config" / "agy-host" / "config.toml"
+        cfg.parent.mkdir(parents=True)
+        if engine == "acp":
+            scenario = {"prompts": [first, [{"echo": True}]], "prompt_counter": str(self.marker / "prompts")}
+            self.acp = fake_acp_agent_command(
+                {**scenario, "session_id": "generate"},
+                workdir=self.marker,
+                cancel="ignore",
+                sigterm="ignore",
+                stdin_eof="ignore",
+            )
+            self.args += ["--agent", self.acp.command_line]
+            cfg.write_text("[acp]\ncancel_grace_seconds = 30.0\n")
+        else:
+            self.agy = make_fake_agy(self.marker, {"turns": [first, [{"echo": True}]], "sigterm": "ignore"})
+            self.extra["AGY_BIN"] = str(self.agy.bin)
+            cfg.write_text("[plugins.stream_json]\nkill_grace_seconds = 2.0\n")
+
+    def prompted(self) -> bool:
+        return "session/prompt" in self.acp.methods() if self.engine == "acp" else bool(self.agy.received())
+
+    def start(self) -> Launched:
+        proc = subprocess.Popen(
+            [*self.args, "hi"],
+            env=isolated_env(self.home, **self.extra),
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        _wait_for(self.prompted, "the agent got its prompt", proc)
+        return Launched(proc, self.home, self.marker)
+
+    def again(self) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*self.args, "again"],
+            env=isolated_env(self.home, **self.extra),
+            cwd=self.cwd,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    def continued(self) -> str | None:
+        """The conversation the second command asked the agent to continue."""
+        if self.engine == "acp":
+            loads = self.acp.requests("session/load") + self.acp.requests("session/resume")
+            return str(loads[-1]["params"]["sessionId"]) if loads else None
+        argv = self.agy.argvs()[-1]
+        return argv[argv.index("--conversation") + 1] if "--conversation" in argv else None
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: s.name)
+@pytest.mark.parametrize("engine", ["acp", "stream-json"])
+def test_a_second_signal_in_the_cancel_grace_keeps_a_fresh_sessions_binding(
+    tmp_path: Path, engine: str, sig: signal.Signals
+) -> None:
+    """Issue 28 item 1: two signals 0.2 s apart on a session's first turn,
+    the second inside the agent's cancel grace (it stops waiting for the
+    agent, so the turn never settles). The binding is written as soon as the
+    conversation is known, so the store has it and the next command on the
+    session continues that conversation instead of starting a new one."""
+    agent = TwoTurnAgent(tmp_path, engine)
+    run = agent.start()
+    try:
+        code, _elapsed, err = run.signal_and_wait(sig, sig, gap=0.2)
+        assert code == (130 if sig == signal.SIGINT else 128 + sig), err
+        assert "not waiting for the agent any longer" in err, err
+        binding = run.binding("sig")
+        assert binding is not None, f"the session binding was lost: {err}"
+        after = agent.again()
+        assert after.returncode == 0, after.stderr
+        assert agent.continued() == binding["conversation_id"], (binding, after.stderr)
+        assert "again" in after.stdout, after.stdout
+    finally:
+        run.kill_leftovers()

@@ -94,9 +94,11 @@ class DriverSnapshot(msgspec.Struct, kw_only=True, omit_defaults=True):
 class TurnHandle:
     """The stream of :class:`~agy_host.contract.events.Activity` of one running turn.
 
-    Producer side (the engine): :meth:`emit`, :meth:`finish`.
+    Producer side (the engine): :meth:`emit`, :meth:`finish`,
+    :meth:`conversation_known`.
     Consumer side (the turn layer): ``async for activity in handle`` or
-    :meth:`next_batch`; :meth:`abort` to request an abort.
+    :meth:`next_batch`; :meth:`abort` to request an abort;
+    :meth:`on_conversation` to hear the conversation id early.
     Bridge side: :meth:`push_external` to park the turn on a host tool call.
     """
 
@@ -119,6 +121,10 @@ class TurnHandle:
         self.abort_reason = ""
         self.settled = trio.Event()
         self.parks = 0
+        #: The agent conversation the turn runs in, once the engine knows it
+        #: (:meth:`conversation_known`); ``None`` before.
+        self.conversation_id: str | None = None
+        self._on_conversation: list[Callable[[str], None]] = []
 
     # -- producer --------------------------------------------------------------
 
@@ -163,6 +169,25 @@ class TurnHandle:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    def conversation_known(self, conversation_id: str | None) -> None:
+        """The engine learned the turn's conversation (a new session
+        answered, a conversation opened or continued): the host binds the
+        session to it now, not only when the turn settles, so a turn that is
+        never settled (the user stopped waiting for an agent that would not
+        stop) still leaves its session bound. Each new id is told once."""
+        if not conversation_id or conversation_id == self.conversation_id:
+            return
+        self.conversation_id = conversation_id
+        for callback in list(self._on_conversation):
+            callback(conversation_id)
+
+    def on_conversation(self, callback: Callable[[str], None]) -> None:
+        """Call ``callback`` with the turn's conversation id as soon as it is
+        known (at once when it already is), and again if it changes."""
+        self._on_conversation.append(callback)
+        if self.conversation_id is not None:
+            callback(self.conversation_id)
 
     # -- bridge ----------------------------------------------------------------
 

@@ -58,7 +58,7 @@ class EngineTurn:
         self.timers = TurnTimers(request.timeout_s, request.inactivity_s)
         self.handle = TurnHandle(on_park=self.park, timers=self.timers)
         self.scope = trio.CancelScope()
-        self.conversation_id: str | None = None
+        self._conversation_id: str | None = None
         self.aborted = False
         self.parked = 0
         #: Called with the turn each time it parks (the driver's :class:`ParkedTurns`).
@@ -68,6 +68,18 @@ class EngineTurn:
     def response(self) -> str:
         """The answer so far (for outcomes of turns cut short)."""
         return ""
+
+    @property
+    def conversation_id(self) -> str | None:
+        """The agent conversation this turn runs in, once known."""
+        return self._conversation_id
+
+    @conversation_id.setter
+    def conversation_id(self, value: str | None) -> None:
+        # Told to the handle at once: the host binds the session as soon as
+        # the conversation exists, not when (or if) the turn settles.
+        self._conversation_id = value
+        self.handle.conversation_known(value)
 
     # -- parks -------------------------------------------------------------------------
 

@@ -410,9 +410,16 @@ class SessionRuntime:
             if scope.cancelled_caught or result is None:
                 from agy_host.contract.events import TurnEnded
 
-                # Renderers and the transcript still see the turn end.
+                # Renderers and the transcript still see the turn end; the
+                # conversation, when the engine named one, is bound already.
+                left = layer.handle
                 layer.emit(
-                    TurnEnded(stop_reason="aborted", duration_s=trio.current_time() - started, error=STOPPED_WAITING)
+                    TurnEnded(
+                        stop_reason="aborted",
+                        duration_s=trio.current_time() - started,
+                        conversation_id=left.conversation_id if left is not None else None,
+                        error=STOPPED_WAITING,
+                    )
                 )
                 await self.aclose()
                 return None

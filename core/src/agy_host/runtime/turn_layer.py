@@ -12,8 +12,10 @@ engine's :class:`~agy_host.engine.driver.TurnDriver`:
   ``agy_host_render_event`` hook: a tool call sent twice stays one card, a
   turn that streamed nothing still shows its response, usage is reported as
   absent when the agent said nothing;
-* stores the conversation binding whenever the outcome names one, also for
-  failed and aborted turns, so Ctrl-C never loses a session;
+* stores the conversation binding as soon as the engine knows a new
+  conversation (:meth:`~agy_host.engine.driver.TurnHandle.on_conversation`),
+  and again whenever the outcome names one, also for failed and aborted
+  turns, so Ctrl-C never loses a session, not even a turn left behind;
 * turns the outcome into an exit code.
 
 A host tool call ends :meth:`TurnLayer.run_turn` with stop reason
@@ -273,6 +275,7 @@ class TurnLayer:
             self.emit(started)
             return self._fail(turn, f"the agent could not start the turn: {type(exc).__name__}: {exc}", "internal")
         turn.handle = handle
+        handle.on_conversation(functools.partial(self._conversation_known, turn))
         if self._abort_reason is not None:
             handle.abort(self._abort_reason)
         self.emit(started)
@@ -500,6 +503,18 @@ class TurnLayer:
         """End a turn the engine never ran (or lost) as a visible error."""
         outcome = OutcomeActivity(status="error", stop_reason="error", error=message, error_kind=kind)
         return self._finish(turn, outcome)
+
+    def _conversation_known(self, turn: TurnState, conversation_id: str) -> None:
+        """The engine named the running turn's conversation: a new one is bound
+        now. The turn's end binds it again (with its message count), but a turn
+        may never end: a second Ctrl-C stops waiting for an agent that does not
+        stop, and a third leaves at once. The session must still continue this
+        conversation next time, as ``--help`` and the closing line promise."""
+        if self._turn is not turn:
+            return  # the turn already ended, and bound what it ended with
+        if turn.binding is not None and turn.binding.conversation_id == conversation_id:
+            return  # the conversation the session is bound to: nothing to write
+        self._bind(turn, conversation_id)
 
     def _bind(self, turn: TurnState, conversation_id: str) -> None:
         prev = turn.binding

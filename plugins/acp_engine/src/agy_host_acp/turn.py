@@ -38,7 +38,6 @@ class Turn(EngineTurn):
     ) -> None:
         from agy_host.contract.interactions import nobody_answers
 
-        self.session_id: str | None = None
         super().__init__(request)
         self.mapper = UpdateMapper()
         self._decide = decide
@@ -52,13 +51,13 @@ class Turn(EngineTurn):
         self.replay = ReplayGuard(_prompt_text(request), self._replay_seen)
 
     @property
-    def conversation_id(self) -> str | None:
-        """On ACP the conversation is the session."""
-        return self.session_id
+    def session_id(self) -> str | None:
+        """On ACP the conversation is the session (told to the host as soon as it is known)."""
+        return self.conversation_id
 
-    @conversation_id.setter
-    def conversation_id(self, value: str | None) -> None:
-        self.session_id = value
+    @session_id.setter
+    def session_id(self, value: str | None) -> None:
+        self.conversation_id = value
 
     def response(self) -> str:
         return self.mapper.response
