@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from agy_host.api.errors import AgyHostError, KeeperLost
+from agy_host.keeper.keep_alive import keep_alive_s as keep_alive_rule
 
 if TYPE_CHECKING:
     from agy_host.api._loops import Runtime
@@ -50,10 +51,7 @@ def keep_alive_s(host: Host, options: Options) -> float:
     """How long the session's agent stays warm after a turn (seconds):
     ``keep_alive=``, else the config's for a named session; an unnamed
     session keeps nothing unless asked."""
-    minutes = options.keep_alive
-    if minutes is None:
-        minutes = host.config.turn.keep_alive_minutes if options.named else 0.0
-    return max(0.0, float(minutes)) * 60.0
+    return keep_alive_rule(options.keep_alive, host.config.turn.keep_alive_minutes, named=options.named)
 
 
 def cold_reason(host: Host, options: Options) -> str | None:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from agy_host.contract.events import CommandsUpdated
+from agy_host.keeper.keep_alive import keep_alive_s as keep_alive_rule
 
 if TYPE_CHECKING:
     import signal
@@ -56,12 +57,9 @@ class WarmOptions(Protocol):
 def keep_alive_s(host: Host, opts: WarmOptions) -> float:
     """How long the session's agent stays warm after this command (seconds);
     0: the turn runs cold, in this process."""
-    minutes = opts.keep_alive_min
-    if minutes is None:
-        minutes = 0.0 if opts.generated_session else host.config.turn.keep_alive_minutes
     if host.engine_choice().name in host.plugins.engines():
         return 0.0  # an engine registered in this process only: a keeper could not load it
-    return max(0.0, float(minutes)) * 60.0
+    return keep_alive_rule(opts.keep_alive_min, host.config.turn.keep_alive_minutes, named=not opts.generated_session)
 
 
 def unavailable(exc: BaseException) -> str:

@@ -11,6 +11,7 @@ their program's callbacks). See docs/sessions.md.
 | module | holds |
 |---|---|
 | ``wire.py`` | the frames both sides speak: typed msgspec structs, length-prefixed, size-bounded |
+| ``keep_alive.py`` | how long a session's agent stays warm: the one rule every door applies |
 | ``place.py`` | where the socket, the lock and the log live (0700 directory, per version) |
 | ``warm.py`` | one warm session in the keeper: its host, runtime and the relay to the attached client |
 | ``proxy_tools.py`` | the attached program's own tools (``tools=``), offered by the keeper and run in the program |
