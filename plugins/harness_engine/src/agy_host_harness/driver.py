@@ -32,6 +32,7 @@ import trio
 from agy_host.contract.events import (
     BridgeCallActivity,
     ErrorKind,
+    NoticeActivity,
     OutcomeActivity,
     PermissionActivity,
     PermissionOption,
@@ -59,6 +60,9 @@ if TYPE_CHECKING:
 #: recordings and the parity rig use it): an alias of ``AGY_HOST_TRACE`` for
 #: this engine, ignored when the host traces already.
 RECORD_ENV = "AGY_HOST_HARNESS_RECORD"
+#: A harness that does not answer a WebSocket ping within this many seconds
+#: after a halt is stopped or frozen (a live one answers in milliseconds).
+FROZEN_AFTER_S = 1.0
 ALLOW = PermissionOption(option_id="allow", name="Allow", kind="allow_once")
 #: The harness has no memory of its own for a dynamic decision: agy-host's
 #: broker remembers this one for the tool, for the rest of the host session
@@ -440,18 +444,52 @@ class HarnessDriver:
         return turn.failed("the turn was interrupted", "internal")
 
     async def _halt(self, turn: HarnessTurn, conversation: Conversation | None, why: str) -> None:
-        """``haltRequest``, then wait for idle within the grace; else drop the socket."""
+        """``haltRequest``, then wait for idle within the cancel grace; else
+        drop the socket (the conversation resumes next turn).
+
+        A harness that does not even answer a WebSocket ping within
+        :data:`FROZEN_AFTER_S` is stopped or frozen: it would never go idle,
+        and closing its stdin at exit would wait out that grace too. It is
+        killed at once (its group, SIGTERM then SIGKILL), so Ctrl-C ends the
+        command in about a second instead of the cancel grace plus the exit
+        graces (7.7 s), and the next turn starts a new harness that resumes
+        the conversation from its storage."""
         if conversation is None:
             return
         with trio.CancelScope(shield=True):
             self.lifecycle.add("halt", reason=why, session=turn.request.session)
-            sent = await conversation.send({"haltRequest": True})
+            frozen = False
             with trio.move_on_after(self.settings.cancel_grace_seconds):
-                if sent:
-                    await turn.wire_done.wait()
-            if not turn.wire_done.is_set():
-                self.lifecycle.add("halt-timeout", session=turn.request.session)
-                await conversation.aclose()
+                if await conversation.send({"haltRequest": True}):
+                    async with trio.open_nursery() as nursery:
+
+                        async def idle() -> None:
+                            await turn.wire_done.wait()
+                            nursery.cancel_scope.cancel()
+
+                        nursery.start_soon(idle)
+                        bound = min(FROZEN_AFTER_S, self.settings.cancel_grace_seconds)
+                        if not await conversation.ws.answers_ping(bound):
+                            frozen = True
+                            nursery.cancel_scope.cancel()
+            if turn.wire_done.is_set():
+                return
+            self.lifecycle.add("halt-timeout", session=turn.request.session, frozen=frozen)
+            if frozen:
+                await self._end_frozen(turn, conversation.harness)
+            await conversation.aclose()
+
+    async def _end_frozen(self, turn: HarnessTurn, harness: HarnessProcess) -> None:
+        self.lifecycle.add("harness-frozen", pid=harness.pid)
+        turn.emit(
+            NoticeActivity(
+                level="warning",
+                message=f"the harness (pid {harness.pid}) answers nothing, not even a ping: it is stopped or frozen, "
+                "so it is ended; the next turn starts it again and resumes the conversation",
+                code="harness-frozen",
+            )
+        )
+        await harness.terminate(0)  # it can handle neither stdin's EOF nor SIGTERM now
 
 
 def _no_turn_answer(call_id: str) -> dict[str, Any]:

@@ -1,5 +1,6 @@
 """A WebSocket client for trio on wsproto: just what the harness's loopback
-socket needs (one text message at a time, pings answered, a clean close).
+socket needs (one text message at a time, pings answered, a liveness ping
+of its own, a clean close).
 
 Why wsproto and not trio-websocket or websockets: wsproto is sans-I/O (the
 protocol state machine without a loop), so the reads stay on this engine's
@@ -52,6 +53,8 @@ class WebSocket:
         self._size = 0
         self._closed: WebSocketClosed | None = None
         self._send_lock = trio.Lock()
+        #: Set by the reader when bytes arrive (:meth:`answers_ping` waits on it).
+        self._heard: trio.Event | None = None
 
     @classmethod
     async def connect(cls, host: str, port: int, headers: dict[str, str], path: str = "/") -> WebSocket:
@@ -105,6 +108,8 @@ class WebSocket:
                 self._closed = WebSocketClosed(1006, "connection closed without a close frame")
                 self._ws.receive_data(None)
                 continue
+            if self._heard is not None:
+                self._heard.set()
             try:
                 self._ws.receive_data(data)
                 await self._drain_events()
@@ -136,6 +141,24 @@ class WebSocket:
                             await self._stream.send_all(self._ws.send(event.response()))
                         except (trio.BrokenResourceError, trio.ClosedResourceError, LocalProtocolError):
                             pass
+
+    async def answers_ping(self, within: float) -> bool:
+        """Whether the peer shows it is alive within ``within`` seconds: a
+        ping is sent, and any bytes back (its pong, or a frame) count. A live
+        harness's network loop answers at once, even mid-turn; a stopped or
+        frozen process never does. The reader (:meth:`receive`) must be
+        running: it is what hears the answer."""
+        if self._closed is not None:
+            return False
+        heard = self._heard = trio.Event()
+        with trio.move_on_after(within):
+            try:
+                async with self._send_lock:
+                    await self._stream.send_all(self._ws.send(Ping(payload=b"agy-host")))
+            except (trio.BrokenResourceError, trio.ClosedResourceError, LocalProtocolError):
+                return False
+            await heard.wait()
+        return heard.is_set()
 
     @property
     def closed(self) -> bool:
