@@ -108,6 +108,27 @@ def test_another_agent_command_starts_cold_and_the_old_agent_ends(warm: Warm) ->
     assert wait_gone(before["agent_pid"], 10), "the old warm agent ended"
 
 
+def test_an_edited_config_file_starts_cold_and_the_old_agent_ends(warm: Warm) -> None:
+    """The warm host was built from config.toml as it was: after an edit the
+    next command starts cold on the new config, never the stale one."""
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    config = warm.home / ".config" / "agy-host" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text('system_prompt = "first rules"\n')
+    assert warm.run(agent, "s", "x").returncode == 0
+    [before] = warm.status()["sessions"]
+    assert warm.run(agent, "s", "y").returncode == 0
+    [same] = warm.status()["sessions"]
+    assert same["agent_pid"] == before["agent_pid"], "an unchanged config stays warm"
+    config.write_text('system_prompt = "second rules"\n')
+    third = warm.run(agent, "s", "z")
+    assert third.returncode == 0, third.stderr
+    [after] = warm.status()["sessions"]
+    assert after["agent_pid"] != before["agent_pid"], "the edited config started a new agent"
+    assert wait_gone(before["agent_pid"], 10), "the old warm agent ended"
+    assert [m.get("method") for m in agent.received()].count("initialize") == 2
+
+
 def test_sessions_cancel_ends_the_running_turn_from_another_terminal(warm: Warm) -> None:
     agent = fake_acp_agent_command("slow", workdir=warm.tmp / "agents")
     proc = warm.start_run(agent, "slow", "go")

@@ -16,8 +16,8 @@ With nobody attached (a client that went away mid-turn) a request is
 answered ``cancelled``, never by the keeper.
 
 :func:`profile_of` says when a warm session no longer fits a command: a
-different engine, agent, working directory, overrides or environment start
-cold, and the old warm agent ends.
+different engine, agent, working directory, overrides, environment or
+config file start cold, and the old warm agent ends.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ import hashlib
 import itertools
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 import trio
 
+from agy_host.config import config_path
 from agy_host.contract.events import CommandsUpdated, TurnStarted
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
@@ -83,12 +84,29 @@ VOLATILE_ENV = frozenset(
 
 def profile_of(name: str, cwd: str, spec: wire.HostSpec) -> str:
     """A digest of everything that decides which agent a session gets: a
-    command whose profile differs from the warm session's starts cold."""
+    command whose profile differs from the warm session's starts cold.
+
+    That includes the config file the command reads (its bytes, read here on
+    every request): the warm host was built from the file as it was, so an
+    edit (a rule, a model, an agent profile) must not be ignored until the
+    agent happens to expire."""
     env = {k: v for k, v in spec.env.items() if k not in VOLATILE_ENV}
     # whether the command draws diffs is the turn's, not the agent's (WarmSession.run)
     fixed = msgspec.structs.replace(spec, env=env, draws_diffs=False)
-    blob = msgspec.json.encode({"session": name, "cwd": cwd, "host": fixed})
+    blob = msgspec.json.encode({"session": name, "cwd": cwd, "host": fixed, "config": config_digest(spec.env)})
     return hashlib.sha256(blob).hexdigest()
+
+
+def config_digest(env: Mapping[str, str]) -> str:
+    """The digest of the config file ``env`` selects; ``""`` when there is
+    none, and a marker naming the error when it cannot be read (the command's
+    own host reports that error; the profile only has to differ)."""
+    try:
+        return hashlib.sha256(config_path(env).read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        return f"unreadable: {type(exc).__name__}"
 
 
 class Relay:
@@ -339,4 +357,4 @@ class WarmSession:
                 relay.event(CommandsUpdated(commands=list(commands)))
 
 
-__all__ = ["VOLATILE_ENV", "Relay", "RemoteHost", "WarmSession", "profile_of"]
+__all__ = ["VOLATILE_ENV", "Relay", "RemoteHost", "WarmSession", "config_digest", "profile_of"]
