@@ -154,6 +154,67 @@ def test_the_second_open_session_runs_on_the_warm_agent_and_the_program_answers(
     assert (info["session"], info["warm"], info["turns"]) == ("w", True, 2)
 
 
+QUESTION_PERMISSION_TOOL = {
+    "prompt": [
+        {
+            "request": {
+                "method": "elicitation/create",
+                "params": {
+                    "sessionId": "<session>",
+                    "mode": "form",
+                    "message": "Which branch?",
+                    "requestedSchema": {"type": "object", "properties": {"branch": {"type": "string"}}},
+                },
+                "branches": {"accept": [{"chunk": "ANSWERED / "}], "cancel": [{"chunk": "CANCELLED / "}]},
+            }
+        },
+        *ASK_THEN_ADD["prompt"][:1],
+        {"mcp_call": {"tool": "nap_then_shout", "arguments": {"text": "hi"}}},
+        {"stop": "end_turn"},
+    ]
+}
+
+
+@pytest.mark.parametrize("loop", LOOPS)
+def test_on_a_warm_agent_every_callback_awaits_its_own_library(warm: WarmHome, loop: str) -> None:
+    """Issue 28 item 5 through the keeper: the warm agent's question,
+    permission request and tool call reach this program's callbacks, which
+    await the program's own library (asyncio under asyncio) and see it running."""
+    import sniffio
+
+    agent = warm.agent(QUESTION_PERMISSION_TOOL)
+    seen: list[tuple[str, str]] = []
+
+    async def nap(kind: str) -> None:
+        await (asyncio.sleep(0.01) if loop == "asyncio" else trio.sleep(0.01))
+        seen.append((kind, sniffio.current_async_library()))
+
+    async def on_question(question: agy_host.Question) -> dict[str, str]:
+        await nap("on_question")
+        return {"branch": "dev"}
+
+    async def allow(request: agy_host.PermissionRequest) -> bool:
+        await nap("permissions")
+        return True
+
+    async def nap_then_shout(text: str) -> str:
+        """Upper-case the text, after a nap."""
+        await nap("tool")
+        return text.upper()
+
+    async def main() -> Any:
+        async with warm.open(
+            agent, session="n", tools=[nap_then_shout], permissions=allow, on_question=on_question
+        ) as s:
+            return await s.run("go")
+
+    result = run_on(loop, main)
+    assert (result.exit_code, result.response) == (0, "ANSWERED / ALLOWED / tool result: HI"), result.error
+    assert seen == [("on_question", loop), ("permissions", loop), ("tool", loop)]
+    status = warm.status()
+    assert [i["session"] for i in status["sessions"]] == ["n"], status
+
+
 def test_another_tool_list_starts_cold_and_an_unnamed_session_is_kept_when_asked(warm: WarmHome) -> None:
     agent = warm.agent(ASK_THEN_ADD)
 

@@ -40,6 +40,7 @@ from agy_host.api.errors import (
 )
 
 if TYPE_CHECKING:
+    from agy_host.api._callbacks import ProgramLoop
     from agy_host.api._loops import Job, Loop
     from agy_host.api._setup import Options, PermissionCallback
     from agy_host.contract.events import HostEvent
@@ -232,7 +233,7 @@ class _Opener(contextlib.AbstractAsyncContextManager["Session"]):
         from agy_host.api._loops import current_library
 
         library = current_library()
-        host = self.options.host()
+        host = self.options.host(_program_loop(library))
         self._stack.callback(host.close)
         session = Session(self.options, host)
         if library == "trio":
@@ -264,6 +265,18 @@ class _Opener(contextlib.AbstractAsyncContextManager["Session"]):
                 session._loop = None
             await self._stack.aclose()
         return None
+
+
+def _program_loop(library: str) -> ProgramLoop:
+    """Where the program's callbacks run: on asyncio's loop under asyncio
+    (the runtime is a trio guest there), else in the runtime's trio task."""
+    from agy_host.api._callbacks import ProgramLoop
+
+    if library == "asyncio":
+        import asyncio
+
+        return ProgramLoop(asyncio.get_running_loop())
+    return ProgramLoop()
 
 
 def open_session(

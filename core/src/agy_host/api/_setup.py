@@ -4,10 +4,9 @@ become a plugin of that host, so the runtime treats them as any plugin's."""
 
 from __future__ import annotations
 
-import inspect
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,9 +14,10 @@ from agy_host import hookimpl
 from agy_host.api.errors import EngineUnavailable, SessionNotFound, UsageError
 
 if TYPE_CHECKING:
+    from agy_host.api._callbacks import ProgramLoop
     from agy_host.config import AnswerRule
-    from agy_host.contract.interactions import Answer, Question
-    from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+    from agy_host.contract.interactions import Question
+    from agy_host.contract.permissions import PermissionRequest
     from agy_host.contract.tools import HostTool
     from agy_host.runtime.host import Host
     from agy_host.runtime.session import TurnSettings
@@ -37,21 +37,23 @@ PermissionCallback = Callable[["PermissionRequest"], Any]
 
 
 class _PythonPlugin:
-    """The program's tools and permission callback, as a plugin of its host."""
+    """The program's tools and permission callback, as a plugin of its host;
+    each call of them runs on the program's loop (``program``)."""
 
     name = "python-api"
 
-    def __init__(self, tools: Sequence[Any], permission: PermissionCallback | None) -> None:
+    def __init__(self, tools: Sequence[Any], permission: PermissionCallback | None, program: ProgramLoop) -> None:
+        from agy_host.api._callbacks import CallbackPolicy
         from agy_host.runtime.python_tools import tool_from_function
 
-        self.tools = [tool_from_function(fn) for fn in tools]
+        self.tools = [tool_from_function(fn, run=program.call) for fn in tools]
         names = [t.name for t in self.tools]
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:
             raise UsageError(f"two tools are named {', '.join(duplicated)}")
         if permission is not None and not callable(permission):
             raise UsageError("the permission callback is not callable")
-        self.policy = _CallbackPolicy(permission) if permission is not None else None
+        self.policy = CallbackPolicy(permission, program) if permission is not None else None
 
     @hookimpl
     def agy_host_register_tools(self, register: Callable[[Any], None]) -> None:
@@ -64,36 +66,13 @@ class _PythonPlugin:
             register(self.policy)
 
 
-class _CallbackPolicy:
-    """A permission policy that asks the program's callback."""
-
-    name = "python"
-
-    def __init__(self, callback: PermissionCallback) -> None:
-        self.callback = callback
-
-    async def decide(self, request: PermissionRequest) -> PermissionDecision:
-        from agy_host.contract.permissions import PermissionDecision, choose_allow, choose_reject
-
-        answer = self.callback(request)
-        if inspect.isawaitable(answer):
-            answer = await answer
-        if isinstance(answer, PermissionDecision):
-            return answer
-        if isinstance(answer, str):
-            return PermissionDecision(option_id=answer, policy=self.name, reason="chosen by the program")
-        option = choose_allow(request.options) if answer is True else choose_reject(request.options)
-        verdict = "allowed" if answer is True else "refused"
-        return PermissionDecision(
-            option_id=option.option_id if option else None, policy=self.name, reason=f"{verdict} by the program"
-        )
-
-
 def policy_name(permissions: str | PermissionCallback | None) -> tuple[str | None, PermissionCallback | None]:
     if permissions is None or isinstance(permissions, str):
         return permissions, None
     if callable(permissions):
-        return _CallbackPolicy.name, permissions
+        from agy_host.api._callbacks import CallbackPolicy
+
+        return CallbackPolicy.name, permissions
     raise UsageError(f"permissions must be a policy name or a callable, not {type(permissions).__name__}")
 
 
@@ -139,14 +118,17 @@ class Options:
         trace = kw.get("trace")
         self.trace: str | None = str(Path(trace).expanduser().absolute()) if trace else None
 
-    def host(self) -> Host:
-        """The run context: config, env, plugins; the engine loaded and checked."""
+    def host(self, program: ProgramLoop | None = None) -> Host:
+        """The run context: config, env, plugins; the engine loaded and checked.
+        The program's callbacks run on ``program`` (its loop; trio's by default)."""
+        from agy_host.api._callbacks import ProgramLoop, question_asker
         from agy_host.engine.base import EngineError
         from agy_host.runtime.host import Host
 
-        program = _PythonPlugin(self.tools, self.callback)
-        self.host_tools = program.tools
-        extra = [*self.plugins, program]
+        program = program or ProgramLoop()
+        plugin = _PythonPlugin(self.tools, self.callback, program)
+        self.host_tools = plugin.tools
+        extra = [*self.plugins, plugin]
         try:
             host = Host(
                 env=self.env,
@@ -163,7 +145,7 @@ class Options:
             host.config.system_prompt = self.system_prompt
         host.answer_rules = self.answers
         if self.on_question is not None:
-            host.question_callback = _question_callback(self.on_question)
+            host.question_callback = question_asker(self.on_question, program)
         try:
             self._check(host)
         except BaseException:
@@ -172,7 +154,7 @@ class Options:
         return host
 
     def _check(self, host: Host) -> None:
-        """The engine loads, the session exists when resumed, the policy can work."""
+        """The engine loads, the session exists when resumed, the rules and the policy can work."""
         from agy_host.engine.base import EngineError
 
         try:
@@ -207,31 +189,6 @@ def _answer_rules(given: object) -> list[AnswerRule]:
         except msgspec.ValidationError as exc:
             raise UsageError(f"answers: {exc}") from exc
     raise UsageError(f"answers must be a file or a list of rules, not {type(given).__name__}")
-
-
-def _question_callback(callback: Callable[[Question], Any]) -> Callable[[Question], Awaitable[Answer]]:
-    """The program's ``on_question`` (sync or async) as the broker's asker.
-    It may return an :class:`Answer`, a dict (a form's values), a str (the
-    answer), ``True`` (accept), ``False`` (decline) or ``None`` (cancel)."""
-    from agy_host.contract.interactions import Answer
-
-    async def ask(question: Question) -> Answer:
-        given = callback(question)
-        if inspect.isawaitable(given):
-            given = await given
-        if isinstance(given, Answer):
-            return given
-        if isinstance(given, dict):
-            return Answer(action="accept", values=given, by="on_question")
-        if isinstance(given, str):
-            return Answer(action="accept", values={"answer": given}, by="on_question")
-        if given is True:
-            return Answer(action="accept", by="on_question")
-        if given is False:
-            return Answer(action="decline", by="on_question")
-        return Answer(action="cancel", by="on_question", reason="the program gave no answer")
-
-    return ask
 
 
 def _settings(kw: Mapping[str, Any]) -> TurnSettings:

@@ -8,22 +8,29 @@ arguments are validated and converted exactly as the schema promises). A
 parameter's own line under ``Args:`` in the docstring becomes its description.
 
 Sync functions run on the event loop (keep them quick, or make them
-``async``): a thread per call would outlive a cancelled turn. The return
-value becomes the tool's text (``str`` as is, ``None`` empty, anything else
-JSON); a :class:`~agy_host.contract.tools.ToolResult` passes through; an exception
-becomes an error result with its message, so the agent can react.
+``async``): a thread per call would outlive a cancelled turn. Where a call
+runs is the caller's to say (``run``): the Python API runs each on the
+program's own loop, asyncio's under asyncio (:mod:`agy_host.api._callbacks`).
+The return value becomes the tool's text (``str`` as is, ``None`` empty,
+anything else JSON); a :class:`~agy_host.contract.tools.ToolResult` passes
+through; an exception becomes an error result with its message, so the
+agent can react.
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, get_type_hints
 
 import msgspec
 
 from agy_host.contract.tools import HostTool, ToolResult
+
+#: Runs a function of the program (a thunk) and gives its value, awaited
+#: when it is awaitable: :func:`call_here`, or the program's own loop.
+Runner = Callable[[Callable[[], Any]], Awaitable[Any]]
 
 _ARG_LINE = re.compile(r"^\s{2,}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.+)$")
 
@@ -89,10 +96,30 @@ def _as_result(value: object) -> ToolResult:
     return ToolResult(text=msgspec.json.encode(value).decode())
 
 
-def tool_from_function(fn: Callable[..., Any] | HostTool, *, name: str | None = None) -> HostTool:
-    """A host tool that calls ``fn`` with the agent's (validated) arguments."""
+async def call_here(thunk: Callable[[], Any]) -> Any:
+    """``thunk()`` in the calling task, awaited when it returns an awaitable."""
+    value = thunk()
+    if inspect.isawaitable(value):
+        value = await value
+    return value
+
+
+def tool_from_function(
+    fn: Callable[..., Any] | HostTool, *, name: str | None = None, run: Runner = call_here
+) -> HostTool:
+    """A host tool that calls ``fn`` with the agent's (validated) arguments,
+    through ``run``. A :class:`HostTool` keeps its spec; its ``call`` goes
+    through ``run`` too."""
     if isinstance(fn, HostTool):
-        return fn
+        if run is call_here:
+            return fn
+        given = fn.call
+
+        async def through(arguments: dict[str, Any]) -> ToolResult:
+            result: ToolResult = await run(lambda: given(arguments))
+            return result
+
+        return HostTool(name=fn.name, description=fn.description, input_schema=fn.input_schema, call=through)
     tool_name = name or getattr(fn, "__name__", "")
     if not tool_name or tool_name == "<lambda>":
         raise TypeError("a host tool needs a name: pass a named function")
@@ -107,9 +134,7 @@ def tool_from_function(fn: Callable[..., Any] | HostTool, *, name: str | None = 
             return ToolResult(text=f"invalid arguments for {tool_name}: {exc}", is_error=True)
         kwargs = {field: getattr(parsed, field) for field in struct.__struct_fields__}
         try:
-            value = fn(**kwargs)
-            if inspect.isawaitable(value):
-                value = await value
+            value = await run(lambda: fn(**kwargs))
         except Exception as exc:
             return ToolResult(text=f"{type(exc).__name__}: {exc}", is_error=True)
         return _as_result(value)
@@ -117,4 +142,4 @@ def tool_from_function(fn: Callable[..., Any] | HostTool, *, name: str | None = 
     return HostTool(name=tool_name, description=summary or tool_name, input_schema=schema, call=call)
 
 
-__all__ = ["tool_from_function"]
+__all__ = ["Runner", "call_here", "tool_from_function"]

@@ -74,6 +74,11 @@ class TurnState:
         self.permissions_refused = 0
         #: Questions nobody answered (exit 5), with what they asked.
         self.unanswered: list[str] = []
+        #: Who left such a question unanswered and why, by what it asked (for the turn's error).
+        self.unanswered_why: dict[str, tuple[str, str]] = {}
+        #: Permission requests cancelled with a reason (a policy or callback that
+        #: raised, timed out, or answered what it may not): what was asked, and why.
+        self.permissions_cancelled: list[tuple[str, str]] = []
         #: ``--max-tokens`` / ``--max-cost``, and why the turn crossed them.
         self.budget = Budget()
         self.budget_hit: str | None = None
@@ -139,6 +144,9 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
             turn.permission_requests += 1
             if refused(activity):
                 turn.permissions_refused += 1
+            if activity.selected is None and activity.reason:
+                asked = repr(activity.title) if activity.is_question else f"permission for {activity.title!r}"
+                turn.permissions_cancelled.append((asked, activity.reason))
             emit(
                 PermissionAnswered(
                     call_id=activity.call_id,
@@ -153,6 +161,8 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
         case QuestionActivity():
             if activity.unanswered:
                 turn.unanswered.append(activity.message)
+                if activity.reason:
+                    turn.unanswered_why[activity.message] = (activity.by, activity.reason)
             emit(
                 QuestionAnswered(
                     kind=activity.kind,
@@ -255,7 +265,34 @@ def refused(activity: PermissionActivity) -> bool:
     return False
 
 
-__all__ = ["Emit", "ToolCardState", "TurnState", "map_activity", "refused"]
+def closed_error(turn: TurnState) -> str:
+    """Why a turn failed closed (exit 5), in the words of what did not answer.
+
+    A question left unanswered says why: nobody could answer (no rule, no
+    terminal, no answer in time), or what answered failed (the program's
+    ``on_question`` raised, or returned what it may not). Permission requests
+    all refused, some of them cancelled, say the cancels' reasons (a policy
+    or permission callback that raised, timed out, or answered wrongly). A
+    turn whose refusals were all deliberate has no error."""
+    if turn.unanswered:
+        questions = turn.unanswered[:3]
+        said = [turn.unanswered_why[m] for m in questions if m in turn.unanswered_why]
+        quoted = "; ".join(repr(m) for m in questions)
+        if not said:
+            return f"the agent asked {quoted} and nobody answered (give an --answers rule, or run where you can answer)"
+        verb = "nobody answered" if all(by in ("", "host") for by, _ in said) else "got no answer"
+        return f"the agent asked {quoted} and {verb}: {'; '.join(dict.fromkeys(why for _, why in said))}"
+    everything_refused = turn.permission_requests > 0 and turn.permissions_refused == turn.permission_requests
+    if everything_refused and turn.permissions_cancelled:
+        cancelled = turn.permissions_cancelled[:3]
+        asked = "; ".join(what for what, _ in cancelled)
+        return f"the agent asked {asked} and it was cancelled: " + "; ".join(
+            dict.fromkeys(why.removesuffix("; cancelled") for _, why in cancelled)
+        )
+    return ""
+
+
+__all__ = ["Emit", "ToolCardState", "TurnState", "closed_error", "map_activity", "refused"]
 
 
 def merge_usage(old: UsageCounts | None, new: UsageCounts) -> UsageCounts:

@@ -61,7 +61,7 @@ from agy_host.engine.driver import TurnDriver, TurnHandle, TurnRequest
 from agy_host.exit_codes import ExitCode
 from agy_host.runtime.budget import Budget, crossed, settle
 from agy_host.runtime.store import SessionBinding, SessionStore, utc_now
-from agy_host.runtime.turn_events import TurnState, map_activity
+from agy_host.runtime.turn_events import TurnState, closed_error, map_activity
 from agy_host.runtime.turn_prompt import PROMPT_SEPARATOR, assemble_prompt, with_late_results
 from agy_host.runtime.turn_tools import resolve_tool_use as _resolve_tool_use
 
@@ -463,10 +463,7 @@ class TurnLayer:
         duration = trio.current_time() - turn.started_at
         response = outcome.response or "".join(turn.text)
         turn.text.clear()
-        error = outcome.error
-        if turn.unanswered and not error and stop != "aborted":
-            asked = "; ".join(repr(m) for m in turn.unanswered[:3])
-            error = f"the agent asked {asked} and nobody answered (give an --answers rule, or run where you can answer)"
+        error = outcome.error or ("" if stop == "aborted" else closed_error(turn))
         self.emit(
             TurnEnded(
                 stop_reason=stop,
