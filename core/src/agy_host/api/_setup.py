@@ -154,7 +154,7 @@ class Options:
         return host
 
     def _check(self, host: Host) -> None:
-        """The engine loads, the session exists when resumed, the rules and the policy can work."""
+        """The engine loads, the session exists when resumed, the policy can work."""
         from agy_host.engine.base import EngineError
 
         try:
