@@ -68,6 +68,20 @@ async def nap() -> None:
         await trio.sleep(0.01)
 
 
+async def forever(ended: list[str]) -> None:
+    """Await the program's own library for good; note the cancellation that
+    ends it (``CancelledError`` under asyncio, ``Cancelled`` under trio)."""
+    try:
+        await nap()
+        if sniffio.current_async_library() == "asyncio":
+            await asyncio.sleep(3600)
+        else:
+            await trio.sleep(3600)
+    except BaseException as exc:
+        ended.append(type(exc).__name__)
+        raise
+
+
 class Home:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp = tmp_path
@@ -153,12 +167,7 @@ def test_leaving_the_turn_cancels_the_callback_on_its_own_loop(home: Home, loop:
 
         async def on_question(question: agy_host.Question) -> None:
             started.set()
-            try:
-                await nap()
-                await (asyncio.sleep(3600) if loop == "asyncio" else trio.sleep(3600))
-            except BaseException as exc:
-                ended.append(type(exc).__name__)
-                raise
+            await forever(ended)
 
         agent = home.agent(ASK)
         async with agy_host.open_session(
@@ -181,16 +190,11 @@ def test_the_permission_bound_cancels_a_callback_and_says_so(home: Home, loop: s
     home.bound(0.5)
     ended: list[str] = []
 
-    async def forever(_: object) -> None:
-        try:
-            await nap()
-            await (asyncio.sleep(3600) if loop == "asyncio" else trio.sleep(3600))
-        except BaseException as exc:
-            ended.append(type(exc).__name__)
-            raise
+    async def never(_: object) -> None:
+        await forever(ended)
 
     async def main() -> tuple[agy_host.TurnResult, agy_host.TurnResult]:
-        return await home.run(ASK, on_question=forever), await home.run(ASK_PERMISSION, permissions=forever)
+        return await home.run(ASK, on_question=never), await home.run(ASK_PERMISSION, permissions=never)
 
     question, permission = run_on(loop, main)
     assert ended == ["CancelledError" if loop == "asyncio" else "Cancelled"] * 2
