@@ -12,22 +12,19 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
 import sys
-import time
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import tmux_kit
+from tmux_kit import TMUX, Pane, shell_script
 
 from agy_host.testing.agents import fake_acp_agent_command
 from agy_host.testing.isolation import isolated_env
 
 pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
-TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+pane_for = tmux_kit.pane_for  # the fixture
 
 PROGRAM = """
 import json, sys, trio, agy_host
@@ -51,47 +48,6 @@ async def main():
 
 trio.run(main)
 """
-
-
-class Pane:
-    """One tmux server (its own socket) running one program in one pane."""
-
-    def __init__(self, command: list[str]) -> None:
-        self.socket = f"agy-host-test-{uuid.uuid4().hex[:8]}"
-        shell = " ".join(json.dumps(part) for part in command)
-        self._tmux("new-session", "-d", "-x", "160", "-y", "60", f"{shell}; sleep 600")
-
-    def _tmux(self, *args: str) -> str:
-        assert TMUX is not None
-        done = subprocess.run([TMUX, "-L", self.socket, *args], capture_output=True, text=True, timeout=10)
-        assert done.returncode == 0, done.stderr
-        return done.stdout
-
-    def screen(self) -> str:
-        return self._tmux("capture-pane", "-p", "-J", "-S", "-200")
-
-    def wait_for(self, pattern: str, timeout: float = 60) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            shown = self.screen()
-            if re.search(pattern, shown):
-                return shown
-            time.sleep(0.1)
-        raise AssertionError(f"{pattern!r} never appeared; the pane shows:\n{self.screen()}")
-
-    def type(self, text: str) -> None:
-        self._tmux("send-keys", "-t", "0", text, "Enter")
-
-    def close(self) -> None:
-        subprocess.run([TMUX or "tmux", "-L", self.socket, "kill-server"], capture_output=True, timeout=10)
-
-
-@pytest.fixture
-def pane_for() -> Iterator[list[Pane]]:
-    panes: list[Pane] = []
-    yield panes
-    for pane in panes:
-        pane.close()
 
 
 def test_two_sessions_asking_at_once_are_asked_one_at_a_time(tmp_path: Path, pane_for: list[Pane]) -> None:
@@ -154,11 +110,8 @@ def test_a_warm_agents_permission_prompt_is_answered_at_the_attached_commands_te
     agent = fake_acp_agent_command("permission", workdir=tmp_path / "agent")
     argv = [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, "--session", "t"]
     run = shlex.join([*argv, "--permissions", "ask", "go"])
-    script = tmp_path / "two_runs.sh"
-    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items() if k.isidentifier())
-    script.write_text(
-        f"{exports}cd {shlex.quote(str(tmp_path))}\n{run}\necho FIRST-DONE $?\n{run}\necho SECOND-DONE $?\n"
-    )
+    body = f"{run}\necho FIRST-DONE $?\n{run}\necho SECOND-DONE $?"
+    script = shell_script(tmp_path / "two_runs.sh", env, tmp_path, body)
     pane = Pane(["sh", str(script)])
     pane_for.append(pane)
     try:

@@ -156,3 +156,70 @@ def test_a_sub_agents_request_says_who_asks() -> None:
     )
     assert "agy-host: session 's', subagent 3f2c9a10 asks for permission" in shown
     assert "(1 more question waiting: session 'b')" in shown
+
+
+def test_an_always_option_says_what_choosing_it_will_do() -> None:
+    """Issue 26 item 2: "(remembered for this session)" read as if it had
+    already been remembered."""
+    shown = render_request(edit_request())
+    assert "2) Always  [allow_always]  (if chosen, not asked again for this tool this session)" in shown
+    assert "remembered" not in shown
+
+
+async def test_a_prompt_cut_short_ends_its_line(tty: Pty) -> None:
+    """Nobody answered in time: the prompt's line is ended before the
+    terminal is given back, so the next line drawn starts on its own."""
+    with trio.move_on_after(0.3):
+        await policy(tty.path).decide(edit_request())
+    assert tty.screen().endswith("choose [1-3, 0 for none]: \r\n")  # the terminal maps LF to CR LF
+
+
+BACKGROUND_CHILD = """
+import fcntl, json, os, pty, termios, trio
+from agy_host.builtins.permission_ask import AskPolicy
+from agy_host.config import Config
+from agy_host.contract.events import PermissionOption
+from agy_host.contract.permissions import PermissionRequest
+
+master, slave = pty.openpty()
+fcntl.ioctl(slave, termios.TIOCSCTTY, 0)  # our controlling terminal; our group holds its foreground
+
+
+def policy(fallback):
+    cfg = Config()
+    cfg.permissions.ask_fallback = fallback
+    made = AskPolicy()
+    made.configure(cfg, {"AGY_HOST_TTY": os.ttyname(slave)})
+    return made
+
+
+if os.fork() == 0:  # a job in the background: a group of its own, not the terminal's foreground
+    os.setpgid(0, 0)
+    options = [PermissionOption(option_id="deny", name="Deny", kind="reject_once")]
+    request = PermissionRequest(session="s", call_id="c", title="Run it?", options=options)
+    reason = trio.run(policy("deny").decide, request).reason
+    print(json.dumps({"ready": policy("fail").check_ready(), "reason": reason}), flush=True)
+    os._exit(0)
+os.wait()
+print(json.dumps({"foreground": policy("fail").check_ready()}), flush=True)
+"""
+
+
+def test_in_the_background_the_terminal_counts_as_absent(tmp_path: Any) -> None:
+    """Issue 28 item 11: a process outside the terminal's foreground process
+    group would be stopped by SIGTTIN on its first read; it is treated as
+    having no terminal (the fallback answers, ``fail`` refuses to start),
+    and the reason says why. In the foreground the terminal is used."""
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", BACKGROUND_CHILD], capture_output=True, text=True, timeout=60, start_new_session=True
+    )
+    assert done.returncode == 0, done.stderr
+    background, foreground = (json.loads(line) for line in done.stdout.strip().splitlines())
+    assert foreground == {"foreground": None}, "in the foreground, ask may start"
+    assert "needs a terminal: agy-host runs in the background" in background["ready"]
+    reason = background["reason"]
+    assert reason.startswith("agy-host runs in the background") and "fallback deny: reject_once" in reason

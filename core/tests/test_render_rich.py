@@ -64,21 +64,35 @@ def test_spinner_shows_only_while_the_agent_is_silent() -> None:
     r.close()
 
 
-async def test_no_spinner_draws_over_a_prompt_holding_the_terminal() -> None:
+async def test_a_prompt_on_the_terminal_stops_the_spinner_and_says_who_waits() -> None:
     """A permission prompt or question is on the terminal (it holds the
-    terminal queue): the spinner waits, or it would erase the prompt's
-    ``choose [1-2 ...]:`` line while the person reads it."""
+    terminal queue): the spinner line is erased and replaced by one still
+    line saying who waits for the person, nothing else is drawn over the
+    prompt (events wait), and once it is done the spinner comes back
+    (issue 28 item 6)."""
     from agy_host.service.terminal_queue import QUEUE
 
     clock = Clock()
     r, buf = make(clock)
     r.handle(TurnStarted(session="s", engine="acp"))
     clock.now += SILENCE_S + 0.1
+    r._tick(1)
+    assert "waiting for the agent" in buf.getvalue()
+    before = len(buf.getvalue())
     async with QUEUE.turn("session 's'"):
-        r._tick(1)
-        assert buf.getvalue() == "", "the spinner drew over the prompt"
-    r._tick(2)
-    assert "waiting for the agent" in buf.getvalue(), "after the prompt, the spinner is back"
+        drawn = buf.getvalue()[before:]
+        assert drawn.startswith("\r\x1b[2K"), "the spinner line is erased first"
+        assert "‖ paused: session 's' waits for your answer" in drawn
+        assert drawn.endswith("\n"), "the prompt starts on a line of its own"
+        paused = len(buf.getvalue())
+        clock.now += 5
+        r._tick(2)
+        r.handle(TextDelta(delta="late text"))
+        assert len(buf.getvalue()) == paused, "something was drawn over the prompt"
+    assert buf.getvalue()[paused:] == "late text", "what came meanwhile is drawn after the prompt"
+    clock.now += SILENCE_S + 0.1
+    r._tick(3)
+    assert buf.getvalue().endswith("\x1b[2D"), "after the prompt, the spinner is back"
     r.close()
 
 

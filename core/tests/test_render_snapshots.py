@@ -204,6 +204,45 @@ SCRIPTS: dict[str, list[HostEvent]] = {
             cumulative_usage=UsageCounts(input_tokens=900, output_tokens=100),
         ),
     ],
+    # Exit 5 (issue 26 item 2): the closing line names what was refused or
+    # left unanswered; a reason that repeats its policy is said once.
+    "refused": [
+        TurnStarted(session="s6", engine="acp"),
+        PermissionAnswered(
+            call_id="p1",
+            title="Run rm -rf build?",
+            options=[ALLOW, REJECT],
+            selected="no",
+            policy="deny",
+            reason="deny: reject_once",
+        ),
+        TurnEnded(stop_reason="stop", duration_s=1.0, exit_code=5),
+        TurnStarted(session="s6", engine="acp"),
+        PermissionAnswered(
+            call_id="p2",
+            title="Run make?",
+            options=[ALLOW, REJECT],
+            selected="no",
+            policy="ask",
+            reason="the user chose 'Reject'",
+        ),
+        PermissionAnswered(
+            call_id="p3", title="Fetch URL?", options=[ALLOW], selected=None, policy="ask", reason="no answer within 5m"
+        ),
+        TurnEnded(stop_reason="stop", duration_s=2.0, exit_code=5),
+        TurnStarted(session="s6", engine="acp"),
+        TurnEnded(
+            stop_reason="stop",
+            duration_s=1.0,
+            error="the agent asked 'Which branch?' and nobody answered (give an --answers rule)",
+            exit_code=5,
+        ),
+        TurnStarted(session="s6", engine="acp"),
+        PermissionAnswered(
+            call_id="p4", title="Run ls?", options=[ALLOW, REJECT], selected="yes", policy="auto", reason="allow_once"
+        ),
+        TurnEnded(stop_reason="stop", duration_s=1.0, exit_code=0),
+    ],
 }
 
 

@@ -92,3 +92,25 @@ def test_the_note_names_who_waits() -> None:
     note = waiting_note([asker("a"), asker("b", "subagent 3f2c"), asker("a")])
     assert note == "  (3 more questions waiting: session 'a' (2), session 'b', subagent 3f2c)\n"
     assert waiting_note([asker("")]) == "  (1 more question waiting: the agent)\n"
+
+
+async def test_watchers_are_told_who_holds_the_terminal_before_the_prompt_draws() -> None:
+    """What else draws on the terminal (the rich renderer's spinner) is told
+    when a prompt takes it and when it is done; a watcher that fails is
+    dropped and never costs the person their prompt (issue 28 item 6)."""
+    queue = TerminalQueue()
+    told: list[str | None] = []
+
+    def broken(_asker: str | None) -> None:
+        raise RuntimeError("cannot draw")
+
+    unwatch = queue.watch(told.append)
+    queue.watch(broken)
+    async with queue.turn("session 'a'"):
+        assert told == ["session 'a'"], "told before the prompt's first byte"
+        told.append("drawn")
+    assert told == ["session 'a'", "drawn", None]
+    unwatch()
+    async with queue.turn("session 'b'"):
+        pass
+    assert told == ["session 'a'", "drawn", None], "an unwatched watcher is told nothing"

@@ -180,7 +180,9 @@ def test_allow_for_this_session_is_chosen_once_at_the_terminal(rig: Rig) -> None
         screen = tty.screen()
     ctx = run.context + "\n--- terminal ---\n" + screen
     assert screen.count("asks for permission") == 1, ctx
-    assert "1) Allow for this session  [allow_always]  (remembered for this session)" in screen, ctx
+    assert (
+        "1) Allow for this session  [allow_always]  (if chosen, not asked again for this tool this session)" in screen
+    ), ctx
     assert (rig.workdir / "one").exists() and (rig.workdir / "two").exists(), ctx
     perms = run.of_type("permission")
     assert perms[0]["selected"] == "proceed_always" and perms[0]["policy"] == "ask", ctx

@@ -228,7 +228,8 @@ def test_allow_for_the_session_is_asked_once_and_remembered(hhome: HarnessHome) 
     assert screen.count("asks for permission") == 1, screen
     assert "session 't6b' asks for permission" in screen, "the main agent's call is not a sub-agent's"
     assert (
-        "2) Allow run_command for the rest of this session  [allow_always]  (remembered for this session)" in screen
+        "2) Allow run_command for the rest of this session  [allow_always]"
+        "  (if chosen, not asked again for this tool this session)" in screen
     ), screen
 
 

@@ -50,7 +50,9 @@ if TYPE_CHECKING:
 #: Lines of an edit's diff shown before the rest is summarised.
 DIFF_LINES = 100
 #: Said of an "always" option: agy-host keeps it for the session, whatever the agent does.
-ALWAYS_NOTE = "  (remembered for this session)"
+#: It says what choosing it *will* do ("remembered for this session" read as
+#: if it already had been).
+ALWAYS_NOTE = "  (if chosen, not asked again for this tool this session)"
 #: Characters of the arguments shown.
 ARGS_CHARS = 600
 

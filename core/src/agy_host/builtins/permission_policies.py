@@ -34,7 +34,7 @@ class AutoPolicy:
         opt = choose_allow(request.options)
         if opt is None:
             return PermissionDecision(option_id=None, policy=self.name, reason="no allow option offered")
-        return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=f"auto: {opt.kind}")
+        return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=opt.kind)
 
 
 class DenyPolicy:
@@ -46,7 +46,7 @@ class DenyPolicy:
         opt = choose_reject(request.options)
         if opt is None:
             return PermissionDecision(option_id=None, policy=self.name, reason="no reject option offered")
-        return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=f"deny: {opt.kind}")
+        return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=opt.kind)
 
 
 @hookimpl

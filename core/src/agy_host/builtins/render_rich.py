@@ -14,6 +14,10 @@
   the diff plugin) or the ``[edit: PATH]`` label without it;
 * a spinner runs while the agent is silent (between events, from a ticker
   thread; all drawing happens under one lock);
+* while a permission prompt or question holds the terminal, nothing is drawn:
+  the spinner gives way to one line saying who waits for the person's
+  answer, and events that arrive meanwhile are drawn once the prompt is done
+  (a status redrawn under a prompt erased what the person typed);
 * each turn closes with stop reason, duration and usage, per turn and
   cumulative, saying so when the agent reports none.
 
@@ -46,6 +50,7 @@ from agy_host.builtins.render_common import (
     usage_text,
     words,
 )
+from agy_host.builtins.render_exit import Refusals, decided_by, is_refused
 from agy_host.builtins.render_spinner import FRAMES, Ticker
 from agy_host.contract.events import (
     CommandsUpdated,
@@ -144,11 +149,17 @@ class RichRenderer:
         #: The whole text of the last finished thinking block.
         self.last_thinking = ""
         self._tally = UsageTally()
+        self._refusals = Refusals()
         self._session = ""
         #: The plan as last drawn, and how many lines it takes when it is the
         #: last thing on screen (0 otherwise: it is drawn anew, not redrawn).
         self._plan: list[PlanEntry] | None = None
         self._plan_tail = 0
+        #: Who holds the terminal for a prompt now (``None``: nobody), and the
+        #: events that came meanwhile, drawn once the prompt is done.
+        self._prompt_by: str | None = None
+        self._held: list[HostEvent] = []
+        self._unwatch = QUEUE.watch(self._prompting)
 
     # -- low-level drawing (callers hold the lock) ------------------------------------
 
@@ -197,7 +208,7 @@ class RichRenderer:
         with self._lock:
             if not self._busy or self._thought or self._clock() - self._last_output < SILENCE_S:
                 return
-            if QUEUE.held:  # a question or permission prompt is on the terminal: never draw over it
+            if self._prompt_by is not None or QUEUE.held:  # a prompt is on the terminal: never draw over it
                 return
             frame = FRAMES[n % len(FRAMES)]
             if self._col0:
@@ -209,6 +220,32 @@ class RichRenderer:
                 self._clear_transient()
                 self._raw(f" \x1b[2m{frame}\x1b[0m\x1b[2D")
                 self._transient = "glyph"
+
+    def _prompting(self, asker: str | None) -> None:
+        """A prompt takes the terminal (``asker`` asks) or is done (``None``).
+
+        Called by the terminal queue before the prompt draws, so after this
+        returns nothing of ours lands on the prompt's lines: the spinner (or
+        thinking preview) is erased and one still line says who waits for
+        whom. Once the prompt is done the cursor is on a fresh line below it
+        (nothing drawn before it can be redrawn in place) and what arrived
+        meanwhile is drawn."""
+        with self._lock:
+            if asker is not None:
+                self._prompt_by = asker
+                if self._busy:
+                    self._line(self._styled((f"‖ paused: {asker} waits for your answer", "yellow")))
+                return
+            self._prompt_by = None
+            self._transient = None
+            self._col0 = True
+            self._last_card = None
+            self._plan_tail = 0
+            self._last_preview = 0.0
+            self._last_output = self._clock()
+            held, self._held = self._held, []
+            for event in held:
+                self._handle(event)
 
     # -- thinking --------------------------------------------------------------------------
 
@@ -315,6 +352,9 @@ class RichRenderer:
 
     def handle(self, event: HostEvent) -> None:
         with self._lock:
+            if self._prompt_by is not None:
+                self._held.append(event)
+                return
             self._handle(event)
 
     def _handle(self, event: HostEvent) -> None:
@@ -373,10 +413,9 @@ class RichRenderer:
         for option in event.options:
             if option.option_id == event.selected and option.name:
                 answer = option.name
-        refused = event.selected is None or any(
-            o.option_id == event.selected and o.kind.startswith("reject") for o in event.options
-        )
-        reason = f" · {event.policy}" + (f": {event.reason}" if event.reason else "")
+        refused = is_refused(event)
+        self._refusals.note(event)
+        reason = f" · {decided_by(event.policy, event.reason)}"
         self._line(
             self._styled(
                 ("  ? ", "yellow"),
@@ -392,6 +431,7 @@ class RichRenderer:
     def _started(self, event: TurnStarted) -> None:
         self._session = event.session
         self._cards = {}
+        self._refusals.start()
         self._busy = True
         self._turn_started = self._last_output = self._clock()
         if event.sandbox:
@@ -402,12 +442,18 @@ class RichRenderer:
     def _ended(self, event: TurnEnded) -> None:
         self._busy = False
         self._clear_transient()
-        if event.error:
+        why = self._refusals.why_exit(event)
+        if why:
+            self._line(self._styled((f"✗ exit {event.exit_code}: {why}", "red")), wrap=True)
+        elif event.error:
             self._line(self._styled((f"✗ {event.error}", "red")), wrap=True)
         cumulative = self._tally.add(event)
+        word, style = stop_word(event.stop_reason), _STOP_STYLES.get(event.stop_reason, "")
+        if why:
+            word, style = f"exit {event.exit_code}", "yellow"
         parts: list[tuple[str, str]] = [
             ("── ", "dim"),
-            (stop_word(event.stop_reason), _STOP_STYLES.get(event.stop_reason, "")),
+            (word, style),
             (f" · {fmt_duration(event.duration_s)} · {usage_text(event.usage)}", "dim"),
         ]
         if cumulative is not None:
@@ -417,9 +463,12 @@ class RichRenderer:
         self._line(self._styled(*parts), wrap=True)
 
     def close(self) -> None:
+        self._unwatch()
         if self._ticker is not None:
             self._ticker.stop()
         with self._lock:
+            if self._prompt_by is not None:  # a prompt outlived the command's events: draw them now
+                self._prompting(None)
             self._end_thinking()
             self._clear_transient()
             if not self._col0:

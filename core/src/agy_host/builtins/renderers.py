@@ -33,6 +33,7 @@ from agy_host.builtins.render_common import (
     usage_text,
     words,
 )
+from agy_host.builtins.render_exit import Refusals, decided_by
 from agy_host.contract.events import (
     EVENT_SCHEMA_VERSION,
     CommandsUpdated,
@@ -58,8 +59,7 @@ def permission_line(event: PermissionAnswered) -> str:
     for option in event.options:
         if option.option_id == event.selected and option.name and option.name != event.selected:
             answer = f"{event.selected} ({option.name})"
-    reason = f": {event.reason}" if event.reason else ""
-    return f"[{what}] {event.title} -> {answer} ({event.policy}{reason})"
+    return f"[{what}] {event.title} -> {answer} ({decided_by(event.policy, event.reason)})"
 
 
 def question_line(event: QuestionAnswered) -> str:
@@ -95,6 +95,7 @@ class TextRenderer:
         self._tally = UsageTally()
         #: The plan as last printed: it is printed again only when it changed.
         self._plan: list[PlanEntry] | None = None
+        self._refusals = Refusals()
 
     def _text(self, s: str) -> None:
         if not s:
@@ -162,6 +163,7 @@ class TextRenderer:
             case ToolCard():
                 self._card(event)
             case PermissionAnswered():
+                self._refusals.note(event)
                 self._side(permission_line(event))
             case QuestionAnswered():
                 self._side(question_line(event))
@@ -175,13 +177,17 @@ class TextRenderer:
             case TurnStarted():
                 self._session = event.session
                 self._cards = {}
+                self._refusals.start()
                 if event.sandbox:
                     self._side(f"[info] {SANDBOX_NOTICE}")
             case ToolUseRequested():
                 preview = args_preview(event.args)
                 self._side(f"[host tool] {event.name} (parked){' ' + preview if preview else ''}")
             case TurnEnded():
-                if event.error:
+                why = self._refusals.why_exit(event)
+                if why:
+                    self._side(f"[exit {event.exit_code}] {why}")
+                elif event.error:
                     self._side(f"[error] {event.error}")
                 cumulative = self._tally.add(event)
                 total = f"; cumulative: {usage_text(cumulative)}" if cumulative is not None else ""

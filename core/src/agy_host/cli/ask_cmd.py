@@ -26,7 +26,10 @@ from agy_host.cli.exit_codes import ExitCode, epilog
 from agy_host.cli.turn_options import TurnOptions
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agy_host.cli.state import CliState
+    from agy_host.contract.events import HostEvent
     from agy_host.contract.prompt import PromptBlock
     from agy_host.runtime.host import Host
     from agy_host.runtime.turn_layer import TurnResult
@@ -116,9 +119,12 @@ def ask_command(state: CliState, opts: AskOptions) -> int:
         return _early(opts, exc.host, exc.message, exc.code)
     import trio
 
+    from agy_host.builtins.render_exit import Refusals
+
+    refusals = Refusals()  # why an exit 5 is one, for the status line
     started = time.monotonic()
     try:
-        result, error, ended_by = trio.run(_ask_async, host, opts, blocks)
+        result, error, ended_by = trio.run(_ask_async, host, opts, blocks, refusals.see)
     except KeyboardInterrupt:
         result, error, ended_by = None, "interrupted", None
     status = status_of(result) if result is not None else "aborted" if error.startswith("interrupted") else "error"
@@ -135,7 +141,7 @@ def ask_command(state: CliState, opts: AskOptions) -> int:
         usage=result.usage if result is not None else None,
         resume=_resume_hint(opts) if result is not None and result.conversation_id else None,
     )
-    print_report(report, opts.fmt)
+    print_report(report, opts.fmt, why=refusals.last_why)
     return report.exit_code
 
 
@@ -160,7 +166,7 @@ def _early(opts: AskOptions, host: Host, message: str, code: int) -> int:
 
 
 async def _ask_async(
-    host: Host, opts: AskOptions, blocks: list[PromptBlock]
+    host: Host, opts: AskOptions, blocks: list[PromptBlock], sink: Callable[[HostEvent], None]
 ) -> tuple[TurnResult | None, str, int | None]:
     """The turn's result, the error, and the exit code of the signal that
     ended the command (SIGTERM, SIGHUP), if one did."""
@@ -185,7 +191,7 @@ async def _ask_async(
         signals = CommandSignals(attached, before_the_turn)
         await watcher.start(signals.watch)
         try:
-            result, error, refused = await one_turn(host, opts, blocks, attached=attached, signals=signals)
+            result, error, refused = await one_turn(host, opts, blocks, attached=attached, signals=signals, sink=sink)
             if result is None and not error:
                 error = "interrupted; agy-host stopped waiting for the agent"
         except Exception as exc:

@@ -47,7 +47,9 @@ def exit_code_of(status: AskStatus) -> int:
     return {"ok": ExitCode.OK, "aborted": ExitCode.INTERRUPTED, "timeout": ExitCode.TIMEOUT}.get(status, ExitCode.ERROR)
 
 
-def print_report(report: AskReport, fmt: str) -> None:
+def print_report(report: AskReport, fmt: str, *, why: str = "") -> None:
+    """The report; ``why`` says what an exit 5 refused (the status line only:
+    a refusal chosen on purpose is no error)."""
     if fmt == "json":
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
         sys.stdout.flush()
@@ -60,6 +62,8 @@ def print_report(report: AskReport, fmt: str) -> None:
         parts.append(f"conversation {report.conversation_id}")
     if report.error:
         parts.append(f"error: {report.error}")
+    elif why:
+        parts.append(f"exit {report.exit_code}: {why}")
     if report.resume:
         parts.append(f"continue: {report.resume}")
     print("; ".join(parts), file=sys.stderr, flush=True)

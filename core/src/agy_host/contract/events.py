@@ -408,6 +408,10 @@ class TurnEnded(_Event, tag="turn_end", kw_only=True):
     #: continue it and this turn started a new one (``conversation_id``);
     #: a notice with code ``conversation-replaced`` says why.
     replaced_conversation_id: str | None = None
+    #: The exit code the turn gives the command, so the closing line can say
+    #: why it is not 0 (a refused permission gives 5 with no error); ``None``
+    #: when the turn layer did not finish the turn.
+    exit_code: int | None = None
 
 
 HostEvent = (

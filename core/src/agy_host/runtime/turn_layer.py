@@ -464,6 +464,9 @@ class TurnLayer:
         response = outcome.response or "".join(turn.text)
         turn.text.clear()
         error = outcome.error or ("" if stop == "aborted" else closed_error(turn))
+        code = exit_code_for(
+            stop, outcome.error_kind, turn.permission_requests, turn.permissions_refused, len(turn.unanswered)
+        )
         self.emit(
             TurnEnded(
                 stop_reason=stop,
@@ -476,14 +479,13 @@ class TurnLayer:
                 usage=turn.usage,
                 cumulative_usage=turn.cumulative,
                 replaced_conversation_id=replaced,
+                exit_code=code,
             )
         )
         return TurnResult(
             session=turn.session,
             stop_reason=stop,
-            exit_code=exit_code_for(
-                stop, outcome.error_kind, turn.permission_requests, turn.permissions_refused, len(turn.unanswered)
-            ),
+            exit_code=code,
             duration_s=duration,
             conversation_id=outcome.conversation_id or (turn.binding.conversation_id if turn.binding else None),
             response=response,

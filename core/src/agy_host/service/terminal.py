@@ -15,6 +15,15 @@ person. Three choices here keep that safe:
   passed) leaves no thread blocked in ``read()`` that would swallow the next
   line the user types. The shell's own descriptor keeps its blocking mode:
   the flag belongs to the description we opened, not to the terminal.
+* **Only in the foreground.** A command started in the background (``&``)
+  that read its terminal would be stopped by SIGTTIN, and stay stopped, its
+  agent waiting for good. Without the terminal's foreground (its foreground
+  process group is not ours) the terminal counts as absent: the no-terminal
+  behaviour applies (``permissions.ask_fallback``, questions unanswered) and
+  the reason says why. It is looked at before every read and write, so a
+  job sent to the background mid-prompt (Ctrl-Z, ``bg``) stops asking too.
+  A terminal that is not our controlling one (``AGY_HOST_TTY``) cannot stop
+  us and is always used.
 * **One question at a time, in order.** Every prompt queues for the
   terminal (:mod:`agy_host.service.terminal_queue`, one queue per process,
   whatever trio run asks), so a permission prompt and an ``ask_user``
@@ -41,8 +50,25 @@ QUEUE_POLL_S = 0.25
 MAX_LINE = 64 * 1024
 
 
+#: Why a command in the background does not ask (the rest of the sentence after "no terminal: ").
+BACKGROUND = (
+    "agy-host runs in the background: another job holds the terminal's foreground, "
+    "and reading it would stop agy-host (SIGTTIN)"
+)
+
+
 class NoTerminal(Exception):
     """There is no terminal to ask on (or it went away mid-question)."""
+
+
+def background(fd: int) -> str | None:
+    """Why the terminal ``fd`` must not be read or written now (we are not
+    in its foreground process group), or ``None``."""
+    try:
+        foreground = os.tcgetpgrp(fd)
+    except OSError:
+        return None  # not our controlling terminal: job control cannot stop us for it
+    return None if foreground == os.getpgrp() else BACKGROUND
 
 
 def tty_path(env: Mapping[str, str]) -> str | None:
@@ -62,8 +88,10 @@ def terminal_available(env: Mapping[str, str]) -> str | None:
         fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
     except OSError as exc:
         return f"no terminal to ask on ({path}: {exc.strerror or exc})"
-    os.close(fd)
-    return None
+    try:
+        return background(fd)
+    finally:
+        os.close(fd)
 
 
 class Terminal:
@@ -76,6 +104,13 @@ class Terminal:
         self._prompt = ""
         #: How many askers waited behind this prompt when the person was last told.
         self._told = 0
+        #: The cursor is at the start of a line (a prompt left unanswered is ended on leaving).
+        self.at_line_start = True
+
+    def _in_foreground(self) -> None:
+        problem = background(self.fd)
+        if problem is not None:
+            raise NoTerminal(problem)
 
     def waiting_note(self) -> str:
         """A line naming the askers queued behind this prompt, or ``""``."""
@@ -96,6 +131,7 @@ class Terminal:
             with trio.move_on_after(QUEUE_POLL_S):
                 await trio.lowlevel.wait_readable(self.fd)
                 return
+            self._in_foreground()
             waiting = QUEUE.waiting()
             if len(waiting) > self._told:
                 notes = "".join(f"\n  ({who} is waiting to ask too)" for who in waiting[self._told :])
@@ -105,7 +141,10 @@ class Terminal:
     async def write(self, text: str) -> None:
         self._prompt = text.rpartition("\n")[2]
         data = text.encode("utf-8", "replace")
+        if data:
+            self.at_line_start = text.endswith("\n")
         while data:
+            self._in_foreground()
             try:
                 n = os.write(self.fd, data)
             except BlockingIOError:
@@ -120,6 +159,7 @@ class Terminal:
     async def read_line(self) -> str:
         """The next line typed (without its newline)."""
         while b"\n" not in self._buffer:
+            self._in_foreground()
             try:
                 chunk = os.read(self.fd, 4096)
             except BlockingIOError:
@@ -133,7 +173,17 @@ class Terminal:
                 raise NoTerminal("the terminal closed (end of input)")
             self._buffer = (self._buffer + chunk)[-MAX_LINE:]
         line, _, self._buffer = self._buffer.partition(b"\n")
+        self.at_line_start = True  # the person's Enter, echoed
         return line.decode("utf-8", "replace").rstrip("\r")
+
+    def end_line(self) -> None:
+        """A prompt left unanswered (cancelled, timed out) gets its line
+        ended before the terminal is given back, so what is drawn next
+        starts on a line of its own."""
+        if not self.at_line_start and background(self.fd) is None:
+            with contextlib.suppress(OSError):
+                os.write(self.fd, b"\n")
+        self.at_line_start = True
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -157,10 +207,17 @@ async def open_terminal(env: Mapping[str, str], asker: str = "the agent") -> Asy
         fd = os.open(path, os.O_RDWR | os.O_NOCTTY | os.O_NONBLOCK)
     except OSError as exc:
         raise NoTerminal(f"no terminal to ask on ({path}: {exc.strerror or exc})") from exc
+    problem = background(fd)
+    if problem is not None:
+        os.close(fd)
+        raise NoTerminal(problem)
     term = Terminal(fd)
     try:
         async with QUEUE.turn(asker):
-            yield term
+            try:
+                yield term
+            finally:
+                term.end_line()
     finally:
         term.close()
 
@@ -198,11 +255,13 @@ async def choose(term: Terminal, choices: Sequence[str], *, prompt: str) -> int 
 
 
 __all__ = [
+    "BACKGROUND",
     "DEFAULT_TTY",
     "MAX_ATTEMPTS",
     "TTY_ENV",
     "NoTerminal",
     "Terminal",
+    "background",
     "choose",
     "deadline_note",
     "open_terminal",

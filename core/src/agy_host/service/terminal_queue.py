@@ -13,6 +13,13 @@ the prompt that holds the terminal shows who else is waiting, so a person
 answering one session's question knows another session is blocked on them.
 A waiter that is cancelled (its turn aborted, its deadline passed) leaves the
 queue; a ticket handed to a run that already ended passes to the next.
+
+Whatever else draws on the terminal (the rich renderer's "waiting for the
+agent" status) **watches** the queue: it is told, synchronously and before
+the prompt writes its first byte, who takes the terminal, and told again
+when the prompt is done. A status that redrew its line while a person typed
+would erase what they type (issue 28 item 6); told first, it stops and says
+who waits for whom instead.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+
+#: Told who holds the terminal for a prompt (the asker's name), then ``None``
+#: when the prompt is done. Called in the asking thread; it must not block.
+Watcher = Callable[[str | None], None]
 
 
 @dataclass(eq=False)
@@ -39,6 +50,7 @@ class TerminalQueue:
         self._mutex = threading.Lock()
         self._holder: Ticket | None = None
         self._waiting: deque[Ticket] = deque()
+        self._watchers: list[Watcher] = []
 
     @property
     def held(self) -> bool:
@@ -50,6 +62,28 @@ class TerminalQueue:
         """Who waits for the terminal now, in order (not the holder)."""
         with self._mutex:
             return [ticket.asker for ticket in self._waiting]
+
+    def watch(self, watcher: Watcher) -> Callable[[], None]:
+        """Tell ``watcher`` when a prompt takes the terminal and when it is
+        done; returns the call that stops telling it."""
+        with self._mutex:
+            self._watchers.append(watcher)
+
+        def unwatch() -> None:
+            with self._mutex, contextlib.suppress(ValueError):
+                self._watchers.remove(watcher)
+
+        return unwatch
+
+    def _tell(self, asker: str | None) -> None:
+        with self._mutex:
+            watchers = list(self._watchers)
+        for watcher in watchers:
+            try:
+                watcher(asker)
+            except Exception:  # a watcher that cannot draw must never cost the person their prompt
+                with self._mutex, contextlib.suppress(ValueError):
+                    self._watchers.remove(watcher)
 
     @contextlib.asynccontextmanager
     async def turn(self, asker: str) -> AsyncIterator[Ticket]:
@@ -65,13 +99,18 @@ class TerminalQueue:
                 granted.set()
             else:
                 self._waiting.append(ticket)
+        told = False
         try:
             await granted.wait()
             # a waiter cancelled while its turn came (its request answered by
             # an "always" meanwhile, its turn aborted) leaves before drawing
             await trio.lowlevel.checkpoint_if_cancelled()
+            self._tell(asker)
+            told = True
             yield ticket
         finally:
+            if told:
+                self._tell(None)
             self._leave(ticket)
 
     def _leave(self, ticket: Ticket) -> None:
@@ -115,4 +154,4 @@ def waiting_note(waiting: list[str]) -> str:
     return f"  ({len(waiting)} more {noun} waiting: {listed})\n"
 
 
-__all__ = ["QUEUE", "TerminalQueue", "Ticket", "asker", "waiting_note"]
+__all__ = ["QUEUE", "TerminalQueue", "Ticket", "Watcher", "asker", "waiting_note"]
