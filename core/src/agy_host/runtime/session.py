@@ -40,6 +40,7 @@ import trio
 
 from agy_host.contract.turn_result import TurnResult
 from agy_host.exit_codes import ExitCode
+from agy_host.runtime.held_driver import HeldDriver
 
 if TYPE_CHECKING:
     from agy_host.contract.events import AgentCommand, HostEvent
@@ -145,40 +146,6 @@ def gave_up_waiting(session: str, waited: float) -> TurnResult:
     )
 
 
-class _Driver:
-    """A driver held open in a task of its own: trio's scopes close in the
-    order they opened, so a driver held by the caller's task could not be
-    swapped for another engine's (``/engine`` starts the new one first)."""
-
-    def __init__(self, host: Host, engine: Engine) -> None:
-        self.host = host
-        self.engine = engine
-        self.driver: TurnDriver | None = None
-        self._release = trio.Event()
-        self._released = trio.Event()
-
-    async def hold(self, *, task_status: trio.TaskStatus[None]) -> None:
-        started = False
-        try:
-            async with self.engine.open_driver() as driver:
-                self.driver = driver
-                task_status.started()
-                started = True
-                await self._release.wait()
-        except Exception as exc:
-            if not started:
-                raise  # to ``open``'s caller, through ``nursery.start``
-            self.host.warn(f"the {self.engine.ENGINE_NAME} driver failed: {describe_error(exc)}")
-        finally:
-            self.driver = None
-            self._released.set()
-
-    async def close(self) -> None:
-        self._release.set()
-        with trio.CancelScope(shield=True):
-            await self._released.wait()
-
-
 class SessionRuntime:
     """A live runtime for one host: its engine's driver and turn layer, the
     command's round-trips and services, and the turns run on them.
@@ -215,7 +182,7 @@ class SessionRuntime:
         self.wait_hint = wait_hint
         self.exit_on_third_interrupt = exit_on_third_interrupt
         self.layer: TurnLayer | None = None
-        self._held: _Driver | None = None
+        self._held: HeldDriver | None = None
         self._turn_scope: trio.CancelScope | None = None
         #: Set while a turn waits for its session's turn lock.
         self._queue_scope: trio.CancelScope | None = None
@@ -313,7 +280,7 @@ class SessionRuntime:
         its own on first use. (A keeper's lane runs on a driver it shares with
         other sessions: :mod:`agy_host.keeper.shared`.)"""
         if self._held is None or self._held.driver is None:
-            held = _Driver(self.host, self.engine)
+            held = HeldDriver(self.host, self.engine)
             await self.nursery.start(held.hold)
             self._held = held
         assert self._held.driver is not None
