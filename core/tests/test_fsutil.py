@@ -1,9 +1,14 @@
-"""Atomic writes sweep what a killed writer stranded, and only that."""
+"""Atomic writes sweep what a killed writer stranded, and only that; a held
+lock names its real holder."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -74,3 +79,69 @@ def test_a_held_lock_is_waited_for_with_a_notice_then_given_up(tmp_path: Path) -
     assert len(told) == 1 and "waiting for" in told[0] and "Ctrl-C" in told[0]
     with locked(target, timeout=0.8):  # free again: taken at once
         pass
+
+
+_FOREIGN_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)  # takes the lock and writes no note, as flock(1) or an editor would
+print("held", flush=True)
+time.sleep(300)
+"""
+
+
+@contextlib.contextmanager
+def _foreign_holder(lock: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another program holding ``lock`` (its argv[0] names it) for the block."""
+    with subprocess.Popen(
+        ["the-foreign-holder", "-c", _FOREIGN_HOLDER, str(lock)],
+        executable=sys.executable,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            yield holder
+        finally:
+            holder.kill()
+
+
+def test_the_holder_named_is_the_real_one_never_this_process_by_its_old_note(tmp_path: Path) -> None:
+    """Issue 28 item 13: another program holding the lock was named after
+    the note the last agy-host holder left, which could be this very process."""
+    target = tmp_path / "sessions.json"
+    lock = tmp_path / "sessions.json.lock"
+    with fsutil.locked(target):
+        assert f"pid {os.getpid()}" in lock.read_text()
+    assert lock.read_text() == "", "the note goes with the lock"
+    lock.write_text(f"pid {os.getpid()} (an old note)\n")  # as a holder killed mid-hold leaves it
+    told: list[str] = []
+    with (
+        _foreign_holder(lock) as holder,
+        pytest.raises(fsutil.LockTimeout) as raised,
+        fsutil.locked(target, timeout=0.8, on_wait=told.append),
+    ):
+        raise AssertionError("the lock was taken while held")
+    for said in (str(raised.value), *told):
+        assert f"held by pid {holder.pid} (the-foreign-holder -c)" in said, said
+        assert "an old note" not in said
+
+
+def test_without_the_kernels_word_only_a_live_notes_holder_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where ``/proc/locks`` cannot be read (not Linux), the note counts only
+    when its pid lives and is not this process; else the holder is unknown."""
+    monkeypatch.setattr(fsutil, "_flock_holders", lambda fd: None)
+    lock = tmp_path / "x.lock"
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+        for note in (f"pid {dead.stdout.strip()} (gone)", f"pid {os.getpid()} (me)", "", "garbage"):
+            lock.write_text(note)
+            assert fsutil._holder(lock, fd).startswith("an unknown process"), note
+        with _foreign_holder(tmp_path / "other.lock") as live:
+            lock.write_text(f"pid {live.pid} (agy-host run)\n")
+            assert fsutil._holder(lock, fd) == f"pid {live.pid} (agy-host run)"
+    finally:
+        os.close(fd)

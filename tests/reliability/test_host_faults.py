@@ -268,6 +268,68 @@ def test_a_held_store_lock_is_shown_and_ctrl_c_ends_the_wait(tmp_path: Path) -> 
             process.wait()
 
 
+_HOLD_SILENTLY = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)  # another program: it takes the lock and writes no note
+print("held", flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_store_lock_held_by_another_program_names_that_program(tmp_path: Path) -> None:
+    """Issue 28 item 13: another program holding the store's lock was named
+    after the note an earlier agy-host left in the lock file (agy-host named
+    itself). The kernel's list of locks names the real holder now."""
+    first = subprocess.run(
+        [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
+        env=_cli_env(tmp_path),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert first.returncode == 0, first.stderr
+    lock = tmp_path / "home" / ".local" / "state" / "agy-host" / f"{STORE_FILE}.lock"
+    with subprocess.Popen(
+        ["another-program", "-c", _HOLD_SILENTLY, str(lock)],
+        executable=sys.executable,
+        stdout=subprocess.PIPE,
+        text=True,
+    ) as holder:
+        try:
+            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+            line, code = _wait_notice_then_ctrl_c(tmp_path)
+        finally:
+            holder.kill()
+    assert f"held by pid {holder.pid} (another-program -c)" in line, line
+    assert "main.py" not in line and "agy-host" not in line.split("held by")[1], line
+    assert code == 130
+
+
+def _wait_notice_then_ctrl_c(tmp_path: Path) -> tuple[str, int]:
+    """``sessions list`` on a held store: its waiting notice, and its exit code after Ctrl-C."""
+    with subprocess.Popen(
+        [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
+        env=_cli_env(tmp_path),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as proc:
+        try:
+            assert proc.stderr is not None
+            ready, _, _ = select.select([proc.stderr], [], [], 30)
+            assert ready, "nothing said the command is waiting for a lock"
+            line = proc.stderr.readline()
+            proc.send_signal(signal.SIGINT)
+            return line, proc.wait(timeout=30)
+        finally:
+            proc.kill()
+
+
 def test_a_held_store_lock_is_given_up_after_its_bound_with_the_holder_named(tmp_path: Path) -> None:
     from agy_host.fsutil import LOCK_TIMEOUT_S
 

@@ -14,8 +14,9 @@ user's data is kept for inspection.
 A lock (:func:`locked`) is held for milliseconds by a healthy process. One
 held longer belongs to a process that is stopped (Ctrl-Z) or stuck, so the
 wait is bounded (:data:`LOCK_TIMEOUT_S`, then :class:`LockTimeout` naming
-the holder), shown once it lasts (who holds it: each holder writes its pid
-and command into the lock file), and Ctrl-C ends it: on the main thread the
+the holder), shown once it lasts (who holds it: the kernel's list of locks
+names the pid, and each agy-host holder writes its pid and command into the
+lock file, cleared as it lets go), and Ctrl-C ends it: on the main thread the
 wait turns SIGINT back into ``KeyboardInterrupt`` for its duration, since an
 event loop's own handler would only queue the signal until the wait ended.
 """
@@ -120,6 +121,8 @@ def locked(
         _note_holder(fd)
         yield
     finally:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)  # the note goes with the lock: a later holder is never named after us
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
@@ -138,12 +141,12 @@ def _wait_for_lock(fd: int, lock_path: Path, timeout: float, on_wait: Callable[[
             waited = time.monotonic() - started
             if waited >= timeout:
                 raise LockTimeout(
-                    f"{lock_path} is held by {_holder(lock_path)}; gave up after {timeout:g}s "
+                    f"{lock_path} is held by {_holder(lock_path, fd)}; gave up after {timeout:g}s "
                     "(is that process stopped, e.g. with Ctrl-Z?)"
                 )
             if not told and waited >= LOCK_NOTICE_S:
                 told = True
-                on_wait(f"waiting for {lock_path}, held by {_holder(lock_path)} (Ctrl-C to stop)")
+                on_wait(f"waiting for {lock_path}, held by {_holder(lock_path, fd)} (Ctrl-C to stop)")
             time.sleep(pause)
             pause = min(pause * 2, 0.2)
 
@@ -151,17 +154,82 @@ def _wait_for_lock(fd: int, lock_path: Path, timeout: float, on_wait: Callable[[
 def _note_holder(fd: int) -> None:
     """Say who holds the lock, for a process that has to wait (best effort)."""
     with contextlib.suppress(OSError):
-        who = f"pid {os.getpid()} ({' '.join(os.path.basename(a) for a in sys.argv[:2])[:80]})\n"
+        who = f"pid {os.getpid()} ({_command(sys.argv)})\n"
         os.ftruncate(fd, 0)
         os.pwrite(fd, who.encode("utf-8", "replace"), 0)
 
 
-def _holder(lock_path: Path) -> str:
-    with contextlib.suppress(OSError, UnicodeDecodeError):
+def _command(argv: list[str]) -> str:
+    return " ".join(os.path.basename(a) for a in argv[:2])[:80]
+
+
+def _holder(lock_path: Path, fd: int) -> str:
+    """Who holds the lock, as truly as can be told.
+
+    The note in the file is only what the last agy-host to take the lock
+    wrote: another program (``flock(1)``, an editor, a backup tool) takes it
+    without writing one, and a holder killed with SIGKILL leaves its own. So
+    the kernel is asked first (Linux ``/proc/locks``): the note counts when
+    it names the pid the kernel names, otherwise that pid is named with its
+    command line. Without the kernel's word the note counts only when its pid
+    is alive and not this process; else the holder is unknown, and said so."""
+    note = _read_note(lock_path)
+    pids = _flock_holders(fd)
+    if pids:
+        if note is not None and note[0] in pids:
+            return note[1]
+        pid = pids[0]
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode("utf-8", "replace").split("\0")
+        except OSError:
+            return f"pid {pid}"
+        return f"pid {pid} ({_command([a for a in argv if a])})"
+    if note is not None and note[0] != os.getpid() and _alive(note[0]):
+        return note[1]
+    return "an unknown process (it left no note, and the system does not say)"
+
+
+def _read_note(lock_path: Path) -> tuple[int, str] | None:
+    """The holder's note (``pid N (command)``) and its pid, if the file holds one."""
+    with contextlib.suppress(OSError, UnicodeDecodeError, ValueError):
         text = lock_path.read_text("utf-8").strip()
-        if text:
-            return text
-    return "another process"
+        if text.startswith("pid "):
+            return int(text.split()[1]), text
+    return None
+
+
+def _flock_holders(fd: int) -> list[int] | None:
+    """The pids holding a flock on ``fd``'s file, from ``/proc/locks``; ``None``
+    when the kernel cannot be asked (not Linux)."""
+    try:
+        info = os.fstat(fd)
+        with open("/proc/locks", encoding="ascii", errors="replace") as listing:
+            lines = listing.read().splitlines()
+    except OSError:
+        return None
+    wanted = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    exact: list[int] = []
+    same_inode: list[int] = []  # btrfs and overlayfs list another device than stat gives
+    for line in lines:
+        parts = line.split()
+        # "3: FLOCK  ADVISORY  WRITE 1234 fe:00:5678 0 EOF"; "3: -> FLOCK ..." is a waiter
+        if len(parts) < 6 or parts[1] != "FLOCK" or not parts[4].isdigit():
+            continue
+        if parts[5] == wanted:
+            exact.append(int(parts[4]))
+        elif parts[5].endswith(f":{info.st_ino}"):
+            same_inode.append(int(parts[4]))
+    return exact or same_inode
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # alive, someone else's
+        return True
+    return True
 
 
 @contextlib.contextmanager
