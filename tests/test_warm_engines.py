@@ -61,6 +61,32 @@ def test_stream_json_runs_every_command_warm_on_one_agy_per_session(sj: tuple[Wa
     assert sessions["w"]["shared_with"] == [] and sessions["other"]["shared_with"] == [], sessions
 
 
+@pytest.mark.parametrize("thin", ["1", "0"], ids=["thin-client", "full-cli"])
+def test_a_warm_edit_is_diffed_against_the_snapshot_the_keepers_turn_took(tmp_path: Path, thin: str) -> None:
+    """The "before" side of a warm turn's diff is the keeper's (it took the
+    snapshot when the turn started): an untracked file's diff shows the one
+    changed line, as on the cold path, not the whole file as new."""
+    pytest.importorskip("agy_host_stream_json.engine", reason="the stream-json engine is not installed")
+    pytest.importorskip("agy_host_diff_render", reason="the diff renderer is not installed")
+    target = tmp_path / "project" / "notes.txt"
+    new = "one\nTWO\nthree\n"
+    write = {"tool": {"name": "write_to_file", "params": {"TargetFile": str(target), "CodeContent": new}}}
+    scenario = {"turns": [[{"say": "ready"}], [{**write}, {"say": "edited"}]]}
+    scenario["turns"][1][0]["tool"]["needs_permission"] = False
+    fake = make_fake_agy(tmp_path / "agy", scenario)
+    warm = Warm(tmp_path, engine="stream-json", AGY_BIN=str(fake.bin), AGY_HOST_THIN=thin)
+    try:
+        target.write_text("one\ntwo\nthree\n")  # untracked: no git at all here
+        assert warm.cli("run", "--session", "d", "--format", "json", "first").returncode == 0
+        second = warm.cli("run", "--session", "d", "--format", "plain", "edit it")
+        assert second.returncode == 0, second.stderr
+        assert warm.sessions()["d"]["turns"] == 2, "the second turn ran on the warm agent"
+        changed = [line for line in second.stderr.splitlines() if line.startswith(("  -", "  +")) and "│" in line]
+        assert changed == ["  -2   │ two", "  +  2 │ TWO"], second.stderr
+    finally:
+        warm.close()
+
+
 # -- harness -------------------------------------------------------------------------------
 
 

@@ -156,7 +156,7 @@ class WarmRuntime:
         self.keep_alive_s = keep_alive_s
         self.diffs = diffs
         self._sink = sink
-        self.remote = RemoteRuntime(host, sink=self._event, say=say)
+        self.remote = RemoteRuntime(host, sink=self._event, say=say, diffs=diffs)
         #: The slash commands the agent advertised during this command.
         self.agent_commands: list[AgentCommand] = []
         self.result: TurnResult | None = None

@@ -30,12 +30,21 @@ class DiffSource:
         self._render = render
         self.cwd = cwd
         self.wanted = False
+        self._given: dict[str, str | None] = {}
 
     def want(self) -> None:
         self.wanted = True
 
+    def give(self, call_id: str, text: str | None) -> None:
+        """The diff of ``call_id``'s card, rendered elsewhere: a warm turn's
+        "before" snapshot is the keeper's, taken where the turn started, so
+        the keeper renders the diff and the attached command draws it."""
+        self._given[call_id] = text
+
     def render(self, card: ToolCard) -> str | None:
         """The diff text for ``card``, or ``None`` when no plugin renders diffs."""
+        if card.call_id in self._given:
+            return self._given[card.call_id]
         return self._render(card, self.cwd)
 
 

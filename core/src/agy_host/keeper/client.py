@@ -30,6 +30,7 @@ from agy_host.keeper import attached, place, wire
 
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
+    from agy_host.contract.rendering import DiffSource
     from agy_host.contract.tools import HostTool, ToolResult
     from agy_host.runtime.host import Host
     from agy_host.runtime.session import TurnSettings
@@ -156,9 +157,12 @@ class RemoteRuntime:
         sink: Callable[[HostEvent], None] | None,
         say: Callable[[str], None],
         tools: Sequence[HostTool] = (),
+        diffs: DiffSource | None = None,
     ) -> None:
         self.host = host
         self.sink = sink
+        #: Where the keeper's rendered diffs go (the command's renderers draw them).
+        self.diffs = diffs
         self.say = say
         #: The program's own tools, run here when the keeper asks (by name).
         self.tools = {tool.name: tool for tool in tools}
@@ -249,6 +253,9 @@ class RemoteRuntime:
             if isinstance(frame, wire.Event):
                 if self.sink is not None:
                     self.sink(frame.event)
+            elif isinstance(frame, wire.DiffText):
+                if self.diffs is not None:
+                    self.diffs.give(frame.call_id, frame.text)
             elif isinstance(frame, wire.Warning_):
                 self.host.warn(frame.message)
             elif isinstance(frame, wire.AskPermission):

@@ -51,7 +51,7 @@ from agy_host.keeper.thin_args import ThinArgs, parse
 if TYPE_CHECKING:
     from agy_host.config import Config
     from agy_host.contract.events import ToolCard
-    from agy_host.contract.rendering import Renderer
+    from agy_host.contract.rendering import DiffSource, Renderer
     from agy_host.contract.turn_result import TurnResult
     from agy_host.runtime.host import Host
 
@@ -165,6 +165,8 @@ class ThinClient:
         #: Signals received and not handled yet (the handler only notes them).
         self._signals: list[int] = []
         self.renderer: Renderer | None = None
+        #: The renderer's diffs: the keeper renders them (it has the turn's "before" snapshot).
+        self.diffs: DiffSource | None = None
         self._host: Host | None = None
         #: The turn was sent: a signal interrupts it (before: it ends the command).
         self.sent = False
@@ -281,6 +283,9 @@ class ThinClient:
             frame, start = got
             if isinstance(frame, wire.Event):
                 renderer.handle(frame.event)
+            elif isinstance(frame, wire.DiffText):
+                if self.diffs is not None:
+                    self.diffs.give(frame.call_id, frame.text)
             elif isinstance(frame, wire.Warning_):
                 _warn(frame.message)
             elif isinstance(frame, wire.TurnDone):
@@ -368,7 +373,7 @@ class ThinClient:
 
         factories: dict[str, RendererFactory] = {}
         agy_host_register_renderers(factories.__setitem__)
-        diffs = DiffSource(self._render_diff, self.args.cwd)
+        diffs = self.diffs = DiffSource(self._render_diff, self.args.cwd)
         options = RenderOptions(stream=sys.stdout, color=sys.stdout.isatty(), verbose=self.args.verbose, diffs=diffs)
         renderer = factories[self.args.fmt](options)
         # The keeper takes a diff baseline for the turn only when its client draws diffs.
@@ -401,7 +406,7 @@ class ThinClient:
 
         renderer = self.renderer
         assert renderer is not None
-        remote = RemoteRuntime(host, sink=renderer.handle, say=say_stderr)
+        remote = RemoteRuntime(host, sink=renderer.handle, say=say_stderr, diffs=self.diffs)
         signals = CommandSignals(lambda: remote)
         frames = wire.FrameStream(trio.SocketStream(trio.socket.from_stdlib_socket(sock)), buffered=pending)
         outcome: tuple[TurnResult | None, str, int | None] = (None, "", None)

@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 import trio
 
+from agy_host.builtins.render_common import is_edit
 from agy_host.config import config_path
-from agy_host.contract.events import CommandsUpdated, TurnStarted
+from agy_host.contract.events import CommandsUpdated, ToolCard, TurnStarted
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.tools import ToolResult
@@ -135,6 +136,10 @@ class Relay:
     def warning(self, message: str) -> None:
         if not self.closed:
             self._out.send_nowait(wire.Warning_(message=message))
+
+    def diff(self, call_id: str, text: str | None) -> None:
+        if not self.closed:
+            self._out.send_nowait(wire.DiffText(call_id=call_id, text=text))
 
     async def writer(self) -> None:
         """Send what is queued, in order, until the relay closes."""
@@ -348,6 +353,11 @@ class WarmSession:
         relay = self.relay
         if relay is None:
             return
+        diffs = self.diffs
+        drawn = isinstance(event, ToolCard) and event.status == "done" and is_edit(event)
+        if drawn and diffs is not None and diffs.wanted:
+            assert isinstance(event, ToolCard)
+            relay.diff(event.call_id, diffs.render(event))  # before the card: the client draws them together
         relay.event(event)
         if isinstance(event, TurnStarted) and self.runtime is not None and self.runtime.layer is not None:
             # A warm agent advertised its commands to an earlier command; this

@@ -187,6 +187,16 @@ class Event(_Frame, tag="event"):
     event: HostEvent
 
 
+class DiffText(_Frame, tag="diff"):
+    """The diff of an edit card, rendered by the keeper against the "before"
+    snapshot its turn took (only when the client draws diffs); sent just
+    before the card's event, which the client's renderer then draws with it.
+    ``None``: no plugin renders diffs there either."""
+
+    call_id: str
+    text: str | None = None
+
+
 class Warning_(_Frame, tag="warning"):
     """A warning of the session's host (config, plugins), for the client's stderr."""
 
@@ -256,7 +266,19 @@ class Done(_Frame, tag="ok"):
 
 
 ToKeeper = Hello | RunTurn | Interrupt | PermissionAnswer | QuestionAnswer | ToolAnswer | Status | Stop | Cancel
-ToClient = Welcome | Refused | Event | Warning_ | AskPermission | AskQuestion | CallTool | TurnDone | StatusReply | Done
+ToClient = (
+    Welcome
+    | Refused
+    | Event
+    | DiffText
+    | Warning_
+    | AskPermission
+    | AskQuestion
+    | CallTool
+    | TurnDone
+    | StatusReply
+    | Done
+)
 
 _encoder = msgspec.json.Encoder()
 _to_keeper = msgspec.json.Decoder(ToKeeper)
