@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from agy_host.testing.agents import FakeAgent
 from agy_host.testing.isolation import isolated_env
@@ -32,4 +33,11 @@ def run_turn(tmp_path: Path, agent: FakeAgent, *args: str) -> subprocess.Complet
     return agy_host(tmp_path, "run", "--agent", agent.command_line, *args, "go")
 
 
-__all__ = ["agy_host", "run_turn"]
+def asking(params: dict[str, Any]) -> dict[str, Any]:
+    """A fake ACP agent's scenario whose prompt asks ``elicitation/create``
+    with ``params``, then says what it got (``GOT ACCEPT``, ``GOT DECLINE``, ``GOT CANCEL``)."""
+    branches = {action: [{"chunk": f"GOT {action.upper()}"}] for action in ("accept", "decline", "cancel")}
+    return {"prompt": [{"request": {"method": "elicitation/create", "params": params, "branches": branches}}]}
+
+
+__all__ = ["agy_host", "asking", "run_turn"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_cli import agy_host, run_turn
+from acp_cli import agy_host, asking, run_turn
 from conformance.schema import validate_client_message
 
 from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
@@ -56,12 +56,6 @@ BRANCH_QUESTION = {
         }
     ]
 }
-
-
-def asking(params: dict[str, Any]) -> dict[str, Any]:
-    """A prompt that asks, then says what it got."""
-    branches = {action: [{"chunk": f"GOT {action.upper()}"}] for action in ("accept", "decline", "cancel")}
-    return {"prompt": [{"request": {"method": "elicitation/create", "params": params, "branches": branches}}]}
 
 
 def answered(agent: FakeAgent) -> list[dict[str, Any]]:

@@ -145,3 +145,18 @@ def test_without_the_kernels_word_only_a_live_notes_holder_is_named(
             assert fsutil._holder(lock, fd) == f"pid {live.pid} (agy-host run)"
     finally:
         os.close(fd)
+
+
+def test_read_capped_reads_regular_files_up_to_the_cap_and_refuses_the_rest(tmp_path: Path) -> None:
+    """Issue 28 item 9: what ``--answers`` reads (a device or a FIFO used to be read without end)."""
+    exact = tmp_path / "exact"
+    exact.write_bytes(b"x" * 100)
+    assert fsutil.read_capped(exact, 100) == b"x" * 100
+    with pytest.raises(fsutil.RefusedFile, match=r"exact is 100 bytes$"):
+        fsutil.read_capped(exact, 99)
+    os.mkfifo(tmp_path / "fifo")  # nobody writes: opening it must not wait
+    for path, kind in ((Path("/dev/zero"), "a character device"), (tmp_path / "fifo", "a pipe"), (tmp_path, "a dir")):
+        with pytest.raises(fsutil.RefusedFile, match=f"is {kind}"):
+            fsutil.read_capped(path, 1 << 20)
+    with pytest.raises(FileNotFoundError):
+        fsutil.read_capped(tmp_path / "missing", 10)

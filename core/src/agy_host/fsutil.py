@@ -28,6 +28,7 @@ import fcntl
 import glob
 import os
 import signal
+import stat
 import sys
 import tempfile
 import threading
@@ -90,6 +91,50 @@ def sweep_stale_temps(path: Path, older_than_s: float = STALE_TEMP_S) -> list[Pa
                     stale.unlink()
                     removed.append(stale)
     return removed
+
+
+class RefusedFile(ValueError):
+    """A file refused unread: not a regular file, or too big (the message says which)."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a pipe (FIFO)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_capped(path: Path, max_bytes: int) -> bytes:
+    """A regular file's bytes, at most ``max_bytes`` of them.
+
+    Anything else (``/dev/zero``, a FIFO, a directory) is refused unread with
+    :class:`RefusedFile` naming what it is, and so is a file bigger than
+    ``max_bytes`` or one that grows past it while read: a read that has no
+    end is never started. Opened non-blocking, so a FIFO is never waited
+    on; checked on the open descriptor, so a symlink swapped meanwhile
+    changes nothing. ``OSError`` when it cannot be opened at all."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = next((name for test, name in _KINDS if test(info.st_mode)), "not a regular file")
+            raise RefusedFile(f"{path} is {kind}")
+        if info.st_size > max_bytes:
+            raise RefusedFile(f"{path} is {info.st_size:,} bytes")
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        got = 0
+        while got <= max_bytes:
+            chunk = os.read(fd, min(max_bytes + 1 - got, 1 << 20))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            got += len(chunk)
+        raise RefusedFile(f"{path} is over {max_bytes:,} bytes")
+    finally:
+        os.close(fd)
 
 
 class LockTimeout(OSError):
@@ -271,8 +316,10 @@ __all__ = [
     "LOCK_TIMEOUT_S",
     "STALE_TEMP_S",
     "LockTimeout",
+    "RefusedFile",
     "locked",
     "quarantine",
+    "read_capped",
     "sweep_stale_temps",
     "write_atomic",
 ]

@@ -154,7 +154,7 @@ class Options:
         return host
 
     def _check(self, host: Host) -> None:
-        """The engine loads, the session exists when resumed, the policy can work."""
+        """The engine loads, the session exists when resumed, the rules and the policy can work."""
         from agy_host.engine.base import EngineError
 
         try:
@@ -164,7 +164,7 @@ class Options:
         if self.resume and host.store.get(engine.store_key(self.session)) is None:
             known = ", ".join(host.session_names(engine)) or "none"
             raise SessionNotFound(f"no such session {self.session!r} on engine {engine.ENGINE_NAME!r} (known: {known})")
-        problem = host.policy_problem()
+        problem = host.rules_problem() or host.policy_problem()
         if problem:
             raise UsageError(problem)
 

@@ -1,7 +1,9 @@
 """The ``rules`` permission policy: config rules decide, deny wins.
 
 ``[[permissions.rules]]`` entries match a request by tool kind, title and
-tool name (globs, case-insensitive) and say ``allow``, ``deny`` or ``ask``.
+tool name (globs, case-insensitive, compiled when the rules load, within
+the bounds of :mod:`agy_host.service.globs`) and say ``allow``, ``deny``
+or ``ask``.
 Every rule is checked; when several match, ``deny`` wins over ``ask`` and
 ``ask`` over ``allow``, so adding a broad ``allow`` can never undo a narrow
 ``deny`` written above or below it (the datasette rule: deny wins, and every
@@ -27,13 +29,19 @@ from agy_host.contract.permissions import (
     choose_allow,
     choose_reject,
 )
-from agy_host.service.interactions import glob_match, globs
+from agy_host.service.globs import PERMISSION_FIELDS, GlobError, Steps, check_rules, finish, glob_match, globs, paced
 
 if TYPE_CHECKING:
     from agy_host.config import Config, PermissionRule
 
 Action = Literal["allow", "deny", "ask"]
 _STRENGTH: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
+
+
+def check_permission_rules(rules: Sequence[PermissionRule], where: str = "[[permissions.rules]]") -> None:
+    """Raise :class:`~agy_host.service.globs.GlobError` for a list outside the
+    bounds (:mod:`agy_host.service.globs`); its globs are compiled once it passes."""
+    check_rules(rules, PERMISSION_FIELDS, where)
 
 
 def rule_matches(rule: PermissionRule, request: PermissionRequest) -> bool:
@@ -49,10 +57,14 @@ def describe_rule(index: int, rule: PermissionRule) -> str:
     return f"rule {index} ({', '.join(parts) or 'any request'}): {rule.action}"
 
 
-def evaluate(rules: Sequence[PermissionRule], request: PermissionRequest, default: Action) -> tuple[Action, str]:
-    """The winning action and why (deny > ask > allow; ``default`` if none match)."""
+def evaluate_steps(
+    rules: Sequence[PermissionRule], request: PermissionRequest, default: Action
+) -> Steps[tuple[Action, str]]:
+    """The winning action and why (deny > ask > allow; ``default`` if none match);
+    it pauses (yields) after every rule, for :func:`~agy_host.service.globs.paced`."""
     best: tuple[Action, str] | None = None
     for index, rule in enumerate(rules, 1):
+        yield
         if not rule_matches(rule, request):
             continue
         if best is None or _STRENGTH[rule.action] > _STRENGTH[best[0]]:
@@ -60,6 +72,11 @@ def evaluate(rules: Sequence[PermissionRule], request: PermissionRequest, defaul
     if best is None:
         return default, f"no rule matched; rules_default is {default}"
     return best
+
+
+def evaluate(rules: Sequence[PermissionRule], request: PermissionRequest, default: Action) -> tuple[Action, str]:
+    """:func:`evaluate_steps` run at once."""
+    return finish(evaluate_steps(rules, request, default))
 
 
 class RulesPolicy:
@@ -75,15 +92,24 @@ class RulesPolicy:
         self.ask = AskPolicy()
 
     def configure(self, config: Config, env: Mapping[str, str]) -> None:
-        self.rules = list(config.permissions.rules)
+        """Take the config's rules, compiled now. Rules outside the bounds
+        (which the commands refuse before they start) deny everything here."""
+        from agy_host.config import DENY_ALL_RULES
+
         self.default = config.permissions.rules_default
         self.ask.configure(config, env)
+        try:
+            check_permission_rules(config.permissions.rules)
+        except GlobError:
+            self.rules = list(DENY_ALL_RULES)
+            raise
+        self.rules = list(config.permissions.rules)
 
     def check_ready(self) -> str | None:
         return self.ask.check_ready() if self.default == "ask" or any(r.action == "ask" for r in self.rules) else None
 
     async def decide(self, request: PermissionRequest) -> PermissionDecision:
-        action, why = evaluate(self.rules, request, self.default)
+        action, why = await paced(evaluate_steps(self.rules, request, self.default))
         if request.is_question:
             if action == "deny":
                 return PermissionDecision(option_id=None, policy=self.name, reason=f"{why}; the question is cancelled")
@@ -105,4 +131,12 @@ def agy_host_register_permission_policies(register: Callable[[PermissionPolicy],
     register(RulesPolicy())
 
 
-__all__ = ["RulesPolicy", "describe_rule", "evaluate", "glob_match", "rule_matches"]
+__all__ = [
+    "RulesPolicy",
+    "check_permission_rules",
+    "describe_rule",
+    "evaluate",
+    "evaluate_steps",
+    "glob_match",
+    "rule_matches",
+]

@@ -279,8 +279,9 @@ def apply_overrides(host: Host, system_prompt: str | None, digest: bool | None) 
 
 
 def open_host(state: CliState, opts: TurnOptions) -> tuple[Host, EngineT]:
-    """The host with the command line's overrides and its engine loaded; a
-    ``--resume`` of a session the engine does not know is refused (exit 4).
+    """The host with the command line's overrides and its engine loaded; rules
+    that cannot be used (exit 2) and a ``--resume`` of a session the engine
+    does not know (exit 4) are refused.
     Raises :class:`SetupFailed`; each command reports it its own way (a JSON
     consumer still gets its closing document)."""
     from agy_host.engine.base import EngineError
@@ -288,12 +289,15 @@ def open_host(state: CliState, opts: TurnOptions) -> tuple[Host, EngineT]:
     host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions, trace=opts.trace)
     apply_overrides(host, opts.system_prompt, opts.digest)
     if opts.answers:
-        from agy_host.service.interactions import AnswersFileError, load_answers
+        from agy_host.service.answer_rules import AnswersFileError, load_answers
 
         try:
             host.answer_rules = load_answers(Path(opts.answers))
         except AnswersFileError as exc:
             raise SetupFailed(str(exc), ExitCode.USAGE, host) from exc
+    problem = host.rules_problem()
+    if problem:
+        raise SetupFailed(problem, ExitCode.USAGE, host)
     try:
         engine = host.load_engine()
     except EngineError as exc:

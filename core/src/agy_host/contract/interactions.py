@@ -37,6 +37,17 @@ class FormField(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The allowed values of a single-select string or a multi-select array.
     choices: list[str] = msgspec.field(default_factory=list)
     default: Any = None
+    #: A string's bounds in characters and its ``format`` (``email``, ``uri``,
+    #: ``date``, ``date-time``); a number's inclusive bounds; how many items
+    #: an array takes. An answer outside them is not sent
+    #: (:mod:`agy_host.service.form_check`).
+    min_length: int | None = None
+    max_length: int | None = None
+    format: str = ""
+    minimum: float | None = None
+    maximum: float | None = None
+    min_items: int | None = None
+    max_items: int | None = None
 
 
 class Question(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -96,7 +96,8 @@ def run(args: list[str], env: Mapping[str, str] | None = None) -> int | None:
 
 def quiet_config(env: Mapping[str, str]) -> Config | None:
     """The command's config, or ``None`` when reading it has something to say
-    (a warning, an unreadable or broken file): the normal path says it, once."""
+    (a warning, an unreadable or broken file, rules it cannot use): the
+    normal path says it, once."""
     import tomllib
 
     from agy_host import config as config_mod
@@ -112,6 +113,11 @@ def quiet_config(env: Mapping[str, str]) -> Config | None:
     loaded = config_mod.load(env, said.append, path)
     if said or loaded.turn.permission_timeout_seconds <= 0:  # the host would warn
         return None
+    if loaded.answer or loaded.permissions.rules:
+        from agy_host.service.globs import rules_problem
+
+        if rules_problem(loaded, str(path)):
+            return None  # the normal path refuses to start (exit 2) and says why
     return loaded
 
 

@@ -344,6 +344,15 @@ class Host:
         self._policy = policy
         return policy
 
+    def rules_problem(self) -> str | None:
+        """Why the answer rules (``--answers``, ``answers=``, ``[[answer]]``) or
+        ``[[permissions.rules]]`` cannot be used (a glob too long, too many
+        rules: :mod:`agy_host.service.globs`), or ``None``. The commands refuse
+        to start on it (exit 2); every glob is compiled once it passes."""
+        from agy_host.service.globs import rules_problem
+
+        return rules_problem(self.config, str(self.config_path), self.answer_rules)
+
     def policy_problem(self) -> str | None:
         """Why the selected policy cannot work in this command (``ask`` with
         ``ask_fallback = "fail"`` and no terminal), or ``None``."""

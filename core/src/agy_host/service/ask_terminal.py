@@ -2,7 +2,8 @@
 
 One question at a time (the terminal's lock), each headed by who asks: the
 session and, when the agent says, the sub-agent or server. A form is asked
-field by field (its type, whether it is required, its default); a URL is
+field by field (its type, whether it is required, its default; a value
+outside the form's bounds or format is asked again); a URL is
 shown to open, then confirmed; a choice by number. ``q`` at any prompt
 declines to answer, which the agent receives as ``cancel``.
 """
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agy_host.contract.interactions import Answer, FormField, Question
+from agy_host.service.form_check import field_value
 from agy_host.service.terminal import MAX_ATTEMPTS, Terminal, choose, deadline_note, open_terminal
 from agy_host.service.terminal_queue import asker
 
@@ -92,6 +94,8 @@ async def _field(term: Terminal, field: FormField) -> Any:
             await term.write("  this field is required (q to stop)\n")
             continue
         value, problem = _parse(field, reply)
+        if problem is None:  # the right type; now the form's bounds and format
+            value, problem = field_value(field, value)
         if problem is None:
             return value
         await term.write(f"  {problem}\n")

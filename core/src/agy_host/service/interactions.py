@@ -5,7 +5,8 @@ ACP elicitation forms and URLs, Antigravity's ``interaction_`` questions) to
 :meth:`InteractionBroker.ask`. It answers, in this order:
 
 1. the **answer rules**: ``--answers FILE`` first, then ``[[answer]]`` in the
-   config (:class:`~agy_host.config.AnswerRule`); a form needs every required
+   config (:class:`~agy_host.config.AnswerRule`, loaded and matched by
+   :mod:`agy_host.service.answer_rules`); a form needs every required
    field answered by a rule or a default;
 2. the **program's callback** (the Python API's ``on_question``);
 3. the **person at the terminal**, one question at a time (the terminal's
@@ -15,144 +16,30 @@ ACP elicitation forms and URLs, Antigravity's ``interaction_`` questions) to
    or invented (peers' hosts that do so make agents act on answers nobody
    gave).
 
+A form's answer, whoever gave it, must fit the form's schema, or it is not
+sent: the question is unanswered, with the reason
+(:mod:`agy_host.service.form_check`).
+
 The bound (``turn.permission_timeout_seconds``) and the cancel on abort are
 the engine's, as for permissions (:meth:`agy_host.engine.turn.EngineTurn.ask`).
 """
 
 from __future__ import annotations
 
-import fnmatch
-import json
 import math
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-import msgspec
+from typing import TYPE_CHECKING
 
 from agy_host.config import AnswerRule
-from agy_host.contract.interactions import Answer, FormField, Question, QuestionAsker
+from agy_host.contract.interactions import Answer, Question, QuestionAsker
 from agy_host.contract.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
+from agy_host.service.answer_rules import AnswersFileError, answer_from_rules, answer_steps, load_answers
+from agy_host.service.form_check import checked
+from agy_host.service.globs import GlobError, glob_match, globs, paced
 from agy_host.service.remembered import RememberedAnswers
 
 if TYPE_CHECKING:
     import trio
-
-
-def globs(patterns: str | list[str]) -> list[str]:
-    """A rule's match field as a list: one glob or several."""
-    return [patterns] if isinstance(patterns, str) else list(patterns)
-
-
-def glob_match(patterns: str | list[str], value: str) -> bool:
-    """Whether ``value`` matches any of ``patterns`` (case-insensitive globs); no pattern matches all.
-    The answer rules and the permission rules match the same way."""
-    wanted = globs(patterns)
-    return not wanted or any(fnmatch.fnmatchcase(value.lower(), g.lower()) for g in wanted)
-
-
-class AnswersFileError(ValueError):
-    """An ``--answers`` file that cannot be used (the message says why)."""
-
-
-def load_answers(path: Path) -> list[AnswerRule]:
-    """The rules of an answers file: TOML (``[[answer]]`` tables) or JSON (a
-    list of rules, or ``{"answer": [...]}``). A typo is an error, not a rule
-    silently ignored: an unattended run must not guess."""
-    try:
-        text = path.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AnswersFileError(f"cannot read the answers file {path}: {exc}") from exc
-    raw: Any
-    as_json = path.suffix.lower() == ".json"
-    try:
-        raw = json.loads(text) if as_json else tomllib.loads(text)
-    except (ValueError, RecursionError) as exc:
-        if as_json or path.suffix.lower() == ".toml":
-            language = "JSON" if as_json else "TOML"
-            raise AnswersFileError(f"the answers file {path} is not valid {language}: {exc}") from exc
-        try:  # neither suffix: TOML first (the config's language), then JSON
-            raw = json.loads(text)
-        except (ValueError, RecursionError):
-            raise AnswersFileError(f"the answers file {path} is neither TOML nor JSON: {exc}") from exc
-    items = raw.get("answer", raw.get("answers")) if isinstance(raw, dict) else raw
-    if not isinstance(items, list):
-        raise AnswersFileError(f"the answers file {path} holds no [[answer]] rules")
-    rules: list[AnswerRule] = []
-    for index, item in enumerate(items, 1):
-        try:
-            rule = msgspec.convert(item, AnswerRule)
-        except msgspec.ValidationError as exc:
-            raise AnswersFileError(f"the answers file {path}: rule {index}: {exc}") from exc
-        if rule.value is None and rule.action == "accept" and globs(rule.kind) != ["url"]:
-            raise AnswersFileError(f"the answers file {path}: rule {index} gives no value")
-        rules.append(rule)
-    return rules
-
-
-def _applies(rule: AnswerRule, question: Question) -> bool:
-    return (
-        glob_match(rule.kind, question.kind)
-        and glob_match(rule.title, question.message)
-        and glob_match(rule.tool, question.tool)
-    )
-
-
-def _form_value(field: FormField, value: Any) -> Any:
-    """A rule's value as the field's type (TOML and JSON give the right one mostly)."""
-    if field.type == "boolean" and isinstance(value, str):
-        return value.strip().lower() in {"1", "true", "yes", "y", "on"}
-    if field.type == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value)
-    if field.type == "number" and isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
-    if field.type == "array" and not isinstance(value, list):
-        return [value]
-    return value
-
-
-def answer_from_rules(rules: Sequence[AnswerRule], question: Question) -> Answer | None:
-    """The rules' answer, or ``None`` when they do not answer this question."""
-    numbered = [(i, r) for i, r in enumerate(rules, 1) if _applies(r, question)]
-    if question.kind == "form":
-        values: dict[str, Any] = {}
-        used: list[int] = []
-        for field in question.fields:
-            for index, rule in numbered:
-                if rule.field and glob_match(rule.field, field.name) and rule.action == "accept":
-                    values[field.name] = _form_value(field, rule.value)
-                    used.append(index)
-                    break
-            else:
-                if field.default is not None:
-                    values[field.name] = field.default
-        missing = [f.name for f in question.fields if f.required and f.name not in values]
-        declined = [i for i, r in numbered if r.action == "decline" and not r.field]
-        if declined and not used:
-            return Answer(action="decline", by=f"answers rule {declined[0]}")
-        if missing or not used:
-            return None
-        return Answer(action="accept", values=values, by="answers " + ", ".join(f"rule {i}" for i in used))
-    for index, rule in numbered:
-        if rule.field:
-            continue  # a form field's rule
-        by = f"answers rule {index}"
-        if rule.action == "decline":
-            return Answer(action="decline", by=by)
-        if question.kind == "choice":
-            wanted = str(rule.value).strip().lower()
-            if any(c.strip().lower() == wanted for c in question.choices):
-                chosen = next(c for c in question.choices if c.strip().lower() == wanted)
-                return Answer(action="accept", values={"answer": chosen}, by=by)
-            continue  # not one of the offered answers: another rule, or nobody
-        if question.kind == "url":
-            return Answer(action="accept", by=by)
-        return Answer(action="accept", values={"answer": rule.value}, by=by)
-    return None
 
 
 class InteractionBroker:
@@ -182,12 +69,20 @@ class InteractionBroker:
         self._waiting: dict[tuple[str, str], set[trio.CancelScope]] = {}
 
     async def ask(self, question: Question, *, terminal: bool = True) -> Answer:
-        """Always an answer; ``cancel`` with ``unanswered`` when nobody gave one.
-        Without ``terminal`` only the rules and the program answer (a caller
-        with its own way to ask the person: the ``ask`` permission policy)."""
+        """Always an answer; ``cancel`` with ``unanswered`` when nobody gave one,
+        or when what was given breaks the form's schema (the reason says how:
+        :func:`~agy_host.service.form_check.checked`). Without ``terminal``
+        only the rules and the program answer (a caller with its own way to
+        ask the person: the ``ask`` permission policy)."""
+        return checked(question, await self._answer(question, terminal=terminal))
+
+    async def _answer(self, question: Question, *, terminal: bool) -> Answer:
         from agy_host.service.terminal import NoTerminal
 
-        found = answer_from_rules(self._rules(), question)
+        try:
+            found = await paced(answer_steps(self._rules(), question))
+        except GlobError as exc:  # a list changed after it was checked (a program's)
+            return _nobody(f"the answer rules cannot be used: {exc}")
         if found is not None:
             return found
         if self.callback is not None:

@@ -17,6 +17,7 @@ answered ``cancel`` with a notice, never guessed at.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import msgspec
@@ -46,6 +47,14 @@ class _Property(msgspec.Struct, kw_only=True, rename="camel"):
     one_of: list[_Choice] | None = None
     items: _Items | None = None
     default: Any = None
+    # Bounds and format, as sent (``Any``: a wrong type drops the bound, not the form).
+    min_length: Any = None
+    max_length: Any = None
+    format: Any = None
+    minimum: Any = None
+    maximum: Any = None
+    min_items: Any = None
+    max_items: Any = None
 
 
 class _Schema(msgspec.Struct, kw_only=True):
@@ -90,6 +99,38 @@ def _choices(prop: _Property) -> list[str]:
     return []
 
 
+def _count(value: Any) -> int | None:
+    """A length or item bound: a whole number >= 0, else no bound."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _limit(value: Any) -> float | None:
+    """A number bound: a finite number, else no bound."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    return None
+
+
+def _field(name: str, prop: _Property, required: bool) -> FormField:
+    """One form field with what its answer must be (checked by the host's broker)."""
+    return FormField(
+        name=name,
+        type=prop.type,
+        title=prop.title or "",
+        description=prop.description or "",
+        required=required,
+        choices=_choices(prop),
+        default=prop.default,
+        min_length=_count(prop.min_length),
+        max_length=_count(prop.max_length),
+        format=prop.format if isinstance(prop.format, str) else "",
+        minimum=_limit(prop.minimum),
+        maximum=_limit(prop.maximum),
+        min_items=_count(prop.min_items),
+        max_items=_count(prop.max_items),
+    )
+
+
 def _origin(params: ElicitationParams) -> str:
     """Who asks, when the agent says (a sub-agent's or an MCP server's name in ``_meta``)."""
     meta = params.meta or {}
@@ -105,18 +146,7 @@ def question_for(params: ElicitationParams, session: str, tool: str = "") -> Que
     if params.mode == "form":
         schema = params.requested_schema or _Schema()
         required = set(schema.required or [])
-        fields = [
-            FormField(
-                name=name,
-                type=prop.type,
-                title=prop.title or "",
-                description=prop.description or "",
-                required=name in required,
-                choices=_choices(prop),
-                default=prop.default,
-            )
-            for name, prop in schema.properties.items()
-        ]
+        fields = [_field(name, prop, name in required) for name, prop in schema.properties.items()]
         return Question(
             kind="form",
             session=session,
