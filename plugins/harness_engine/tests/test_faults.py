@@ -1,18 +1,26 @@
-"""The real harness when something around it fails: a harness that freezes
-mid-turn. Real processes throughout: ``agy-host run`` as a subprocess, the
-pinned ``localharness``, the kit's scripted model API over HTTP."""
+"""The real harness when something around it fails: a model API that answers
+429 or 503 for ever, an endpoint that is not there or drops every call, a
+harness that freezes mid-turn. Real processes throughout: ``agy-host run``
+as a subprocess, the pinned ``localharness``, the kit's scripted model API
+over HTTP."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from .conftest import HarnessHome
+
+#: A turn budget the retry budgets must end well before.
+DEADLINE_MINUTES = 1.0
 
 
 def _children(pid: int, named: str) -> list[int]:
@@ -37,6 +45,69 @@ def _running(pid: int) -> bool:
     except OSError:
         return False
     return state not in ("Z", "X")
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_model_api_failing_for_ever_ends_the_turn_at_its_retry_budget_with_the_status(
+    hhome: HarnessHome, status: int
+) -> None:
+    """issue 28 item 7: every call answered 429 or 503 (a retry sends the same
+    call, so the scripted API fails it again): the turn ends once the retry
+    budget is spent, far before its deadline, with an error carrying the
+    status; one notice said which budget applies while it retried."""
+    hhome.configure(turn={"timeout_minutes": DEADLINE_MINUTES}, harness={"retry_seconds": 3})
+    model = hhome.serve({"turns": [[[{"error": {"status": status, "message": "try later"}}]]]})
+    run = hhome.turn("busy", "hi", timeout=120)
+    assert run.returncode == 1, run
+    end = run.end
+    assert (end["error_kind"], end["agent_stop_reason"]) == ("agent", f"HTTP_{status}"), run
+    assert f"answered {status} " in end["error"] and model.url in end["error"], run
+    assert "retry_seconds" in end["error"], run
+    assert 3 <= end["duration_s"] < 20, run
+    retried = [n for n in run.of("notice") if n.get("code") == "model-retry"]
+    assert len(retried) == 1 and "up to 3s" in retried[0]["message"], run.of("notice")
+    assert len(model.requests()) >= 3, "the harness retried meanwhile"
+
+
+def test_a_closed_port_fails_at_once_naming_the_endpoint(hhome: HarnessHome) -> None:
+    """issue 26 item 8: a wrong base_url (nobody listens there) is found by the
+    reachability check while the harness starts: the turn fails in seconds
+    (it hung for minutes) with an error naming the URL and its setting."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    hhome.configure(harness={"base_url": url})
+    run = hhome.turn("nowhere", "hi", timeout=120)
+    assert run.returncode == 1, run
+    end = run.end
+    assert end["agent_stop_reason"] == "UNREACHABLE" and end["error_kind"] == "agent", run
+    assert url in end["error"] and "[harness] base_url" in end["error"] and "connection refused" in end["error"], run
+    assert run.seconds < 15, run
+
+
+def test_an_endpoint_that_drops_every_call_ends_at_the_connection_budget(hhome: HarnessHome) -> None:
+    """issue 26 item 8: the endpoint accepts connections (the check passes) but
+    drops every call: the short connection budget ends the turn, naming it."""
+    hhome.configure(turn={"timeout_minutes": DEADLINE_MINUTES}, harness={"connect_retry_seconds": 2})
+    model = hhome.serve({"turns": [[[{"drop": True}]]]})
+    run = hhome.turn("dropped", "hi", timeout=120)
+    assert run.returncode == 1, run
+    end = run.end
+    assert end["agent_stop_reason"] == "UNREACHABLE", run
+    assert model.url in end["error"] and "connect_retry_seconds" in end["error"], run
+    assert 2 <= end["duration_s"] < 15, run
+
+
+def test_api_retries_hands_the_count_back_to_the_harness_and_the_error_keeps_the_status(hhome: HarnessHome) -> None:
+    """``api_retries`` still raises (or lowers) the bound: the harness's own
+    count on its own backoff, and the turn's error is typed the same way."""
+    hhome.configure(turn={"timeout_minutes": DEADLINE_MINUTES}, harness={"api_retries": 1})
+    model = hhome.serve({"turns": [[[{"error": {"status": 503, "message": "overloaded"}}]]]})
+    run = hhome.turn("counted", "hi", timeout=120)
+    assert run.returncode == 1, run
+    assert run.end["agent_stop_reason"] == "HTTP_503", run
+    assert "the harness gave up" in run.end["error"] and "api_retries" in run.end["error"], run
+    assert len(model.requests()) == 2, "one call and its one retry"
 
 
 def test_ctrl_c_on_a_frozen_harness_exits_within_seconds_and_leaves_nothing(hhome: HarnessHome) -> None:

@@ -266,11 +266,16 @@ def test_config_has_a_budget_endpoint_tools_and_the_bridge_without_host_tools() 
 def test_endpoints_in_their_order() -> None:
     env = {"GEMINI_API_KEY": "g", "GOOGLE_GEMINI_BASE_URL": "http://x"}
     assert harness_config.endpoint(HarnessSettings(), env) == harness_config.Endpoint(
-        kind="gemini", base_url="http://x", api_key="g"
+        kind="gemini", base_url="http://x", api_key="g", source="$GOOGLE_GEMINI_BASE_URL"
     )
+    given = harness_config.endpoint(HarnessSettings(base_url="http://y/"), env)
+    assert (given.base_url, given.source) == ("http://y", "[harness] base_url")
+    assert harness_config.endpoint(HarnessSettings(), {}).source == "", "Google's own endpoint"
     assert harness_config.endpoint(HarnessSettings(project="p"), env).kind == "vertex"
     local = harness_config.endpoint(HarnessSettings(openai_base_url="http://127.0.0.1:11434/v1/", project="p"), env)
-    assert local == harness_config.Endpoint(kind="openai", base_url="http://127.0.0.1:11434/v1")
+    assert local == harness_config.Endpoint(
+        kind="openai", base_url="http://127.0.0.1:11434/v1", source="[harness] openai_base_url"
+    )
     assert harness_config.model_config("llama", "low", local) == {
         "name": "llama",
         "types": ["MODEL_TYPE_TEXT"],

@@ -43,13 +43,14 @@ from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import minutes
 from agy_host.engine.turn import DriverTurns, TurnFailed, driver_scope
-from agy_host_harness import opening, outcome, prompting, wire
+from agy_host_harness import opening, outcome, prompting, reachability, wire
 from agy_host_harness.binary import INSTALL_HINT
 from agy_host_harness.bootstrap import BootstrapError
 from agy_host_harness.conversation import Conversation
 from agy_host_harness.process import HarnessProcess, SpawnError
 from agy_host_harness.questions import answer_of, questions_of
 from agy_host_harness.questions import response as question_response
+from agy_host_harness.retries import RetryWatch, Trouble
 from agy_host_harness.turn import HarnessTurn
 
 if TYPE_CHECKING:
@@ -99,6 +100,8 @@ class HarnessDriver:
         self.state = "idle"
         self.closed = False
         self.last_conversation: str | None = None
+        #: The model endpoint answered a connection (:meth:`_reach_endpoint`).
+        self._endpoint_reached = False
         self.trace, self._own_trace = _wire_trace(engine)
         self.stats = dict.fromkeys(
             ("spawns", "turns", "conversations", "resumes", "reopens", "host_tools", "permissions", "bad_frames"), 0
@@ -111,7 +114,8 @@ class HarnessDriver:
             raise RuntimeError("harness driver is shut down")
         self.turns.supersede(request.session)
         self.stats["turns"] += 1
-        return self.turns.start(HarnessTurn(request), self._turn_task)
+        turn = HarnessTurn(request, RetryWatch(self.settings, self.engine.endpoint))
+        return self.turns.start(turn, self._turn_task)
 
     def reentry(self) -> TurnHandle | None:
         return self.turns.reentry()
@@ -408,6 +412,9 @@ class HarnessDriver:
         with turn.timers.scope:
             turn.timers.arm()
             try:
+                unreachable = await self._reach_endpoint()
+                if unreachable is not None:
+                    return turn.failed(unreachable, "agent", "UNREACHABLE")
                 conversation = await opening.conversation_for(self, turn, system_block)
             except TurnFailed as exc:
                 return turn.failed(str(exc), exc.kind)
@@ -418,7 +425,8 @@ class HarnessDriver:
             if not await conversation.send({"userInput": {"parts": parts}}):
                 return turn.failed(f"the harness closed the conversation: {conversation.close_reason}", "exited")
             turn.sent = True
-            await turn.wire_done.wait()
+            turn.retries.progress()  # a streak of failed model calls is measured from here
+            gave_up = await self._until_idle(turn)
         fired = turn.timers.expired()
         kind: ErrorKind = "timeout" if fired == "deadline" else "inactivity"
         if conversation is None or not turn.sent:
@@ -429,12 +437,50 @@ class HarnessDriver:
             if fired == "deadline":
                 return turn.failed(f"the harness exceeded the {minutes(req.timeout_s)} turn deadline", kind)
             return turn.failed(f"the harness was silent for {minutes(req.inactivity_s)}", kind)
+        if gave_up is not None and not turn.wire_done.is_set():
+            await self._halt(turn, conversation, f"retry budget: {gave_up.code}")
+            turn.emit_usage()
+            self._endpoint_reached = self._endpoint_reached and gave_up.kind != "connect"
+            return turn.failed(turn.retries.gave_up(gave_up, by_harness=False), "agent", gave_up.code)
         turn.emit_usage()
         harness = conversation.harness
         if turn.socket_closed and harness.alive:
             with trio.move_on_after(0.5):  # a socket that drops mid-turn: is the harness going too?
                 await harness.exited.wait()
         return outcome.settle(turn, harness)
+
+    async def _reach_endpoint(self) -> str | None:
+        """Start the harness; the first time (and after a turn could not
+        reach the endpoint), check the endpoint meanwhile
+        (:mod:`.reachability`): a wrong URL fails the turn at once, naming
+        it, instead of after the connection retry budget."""
+        if self._endpoint_reached:
+            await self.harness_process()
+            return None
+        problem = await reachability.problem_while(
+            self._nursery, self.harness_process, self.engine.endpoint, self.engine.harness_env()
+        )
+        self._endpoint_reached = problem is None
+        if problem is not None:
+            self.lifecycle.add("endpoint-unreachable", error=problem[:300])
+        return problem
+
+    async def _until_idle(self, turn: HarnessTurn) -> Trouble | None:
+        """Until the main trajectory is idle; or the model API's trouble
+        that outlasted its retry budget (:mod:`.retries`), returned."""
+        gave_up: Trouble | None = None
+        async with trio.open_nursery() as nursery:
+
+            async def budgets() -> None:
+                nonlocal gave_up
+                gave_up = await turn.retries.exhausted()
+                self.lifecycle.add("retry-budget-spent", session=turn.request.session, code=gave_up.code)
+                nursery.cancel_scope.cancel()
+
+            nursery.start_soon(budgets)
+            await turn.wire_done.wait()
+            nursery.cancel_scope.cancel()
+        return gave_up
 
     async def _interrupted(self, turn: HarnessTurn, conversation: Conversation | None) -> OutcomeActivity:
         """Aborted (or cancelled) while the harness worked on the turn: its own cancel."""

@@ -163,7 +163,14 @@ class HarnessEngine(Engine):
             if level == "ok"
             else [f"set {self.settings.api_key_env}, [harness] base_url, project or openai_base_url"]
         )
-        sec.add("endpoint", point.describe(), level, hint)
+        from agy_host_harness import reachability, retries
+
+        unreachable = await reachability.problem(point, self.harness_env())
+        if unreachable is not None:
+            sec.add("endpoint", point.describe(), "error", [unreachable])
+        else:
+            sec.add("endpoint", point.describe(), level, hint)
+        sec.add("retries", retries.summary(self.settings))
         sec.add("model", self.ctx.config.model or self.settings.model)
         budget = self.settings.max_model_calls
         sec.add(

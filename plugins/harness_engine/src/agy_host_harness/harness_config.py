@@ -32,6 +32,7 @@ import msgspec
 
 from agy_host.contract.tools import HostTool
 from agy_host.engine.base import McpServerSpec
+from agy_host_harness import retries
 from agy_host_harness.settings import HarnessSettings
 
 #: Harness tools that change the machine: asked about unless allowed.
@@ -60,6 +61,8 @@ class Endpoint(msgspec.Struct, kw_only=True, frozen=True):
     api_key: str = ""
     project: str = ""
     location: str = ""
+    #: Where the endpoint was given (``[harness] base_url``...); empty for Google's default.
+    source: str = ""
 
     def describe(self) -> str:
         if self.kind == "openai":
@@ -71,12 +74,15 @@ class Endpoint(msgspec.Struct, kw_only=True, frozen=True):
 
 def endpoint(settings: HarnessSettings, env: Mapping[str, str]) -> Endpoint:
     if settings.openai_base_url:
-        return Endpoint(kind="openai", base_url=settings.openai_base_url.rstrip("/"))
+        url = settings.openai_base_url.rstrip("/")
+        return Endpoint(kind="openai", base_url=url, source="[harness] openai_base_url")
     if settings.project:
-        return Endpoint(kind="vertex", project=settings.project, location=settings.location)
+        return Endpoint(kind="vertex", project=settings.project, location=settings.location, source="[harness] project")
     key = env.get(settings.api_key_env, "") if settings.api_key_env else ""
-    base = settings.base_url or env.get("GOOGLE_GEMINI_BASE_URL", "")
-    return Endpoint(kind="gemini", base_url=base.rstrip("/"), api_key=key)
+    base, source = settings.base_url, "[harness] base_url"
+    if not base and env.get("GOOGLE_GEMINI_BASE_URL", ""):
+        base, source = env["GOOGLE_GEMINI_BASE_URL"], "$GOOGLE_GEMINI_BASE_URL"
+    return Endpoint(kind="gemini", base_url=base.rstrip("/"), api_key=key, source=source if base else "")
 
 
 def model_config(name: str, effort: str | None, point: Endpoint) -> dict[str, Any]:
@@ -225,8 +231,9 @@ def build(
     }
     if budget:
         config["budgetConfig"] = budget
-    if settings.api_retries >= 0:
-        config["retryConfig"] = {"apiRetry": {"maxRetries": settings.api_retries}}
+    retry = retries.harness_retry_config(settings)
+    if retry is not None:
+        config["retryConfig"] = retry
     return config
 
 

@@ -5,6 +5,9 @@ The main trajectory going idle ends every turn; what it carried decides:
 * a budget stop (``MAX_MODEL_CALLS_EXCEEDED``...) is an error naming the
   budget and the setting that raises it;
 * ``QUOTA_EXHAUSTED`` is the model provider's quota, in the harness's words;
+* the harness giving up on a model API that kept failing (its retries, see
+  :mod:`.retries`) names the status (``HTTP_503``) or the unreachable
+  endpoint (``UNREACHABLE``), as agy-host's own retry budgets do;
 * an ``error`` on the idle trajectory (the endpoint down, a bad key) is an
   error with the harness's own message and the system steps before it;
 * the socket closing mid-turn is the harness going away (its stderr says why);
@@ -51,6 +54,10 @@ def settle(turn: HarnessTurn, harness: HarnessProcess | None) -> OutcomeActivity
     if stop == "STOP_REASON_QUOTA_EXHAUSTED":
         detail = turn.trajectory_error or "the model provider's quota is exhausted"
         return turn.failed(f"quota exhausted: {detail}", "agent", "QUOTA_EXHAUSTED")
+    failing = turn.retries.failing
+    if failing is not None and "model unreachable" in turn.trajectory_error.lower():
+        # the harness ran out of retries before agy-host's budget did (an explicit api_retries)
+        return turn.failed(turn.retries.gave_up(failing, by_harness=True), "agent", failing.code)
     if turn.trajectory_error:
         steps = [e for e in turn.mapper.errors if e not in turn.trajectory_error]
         message = turn.trajectory_error + (f" ({'; '.join(steps[-2:])})" if steps else "")

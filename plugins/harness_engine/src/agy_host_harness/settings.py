@@ -63,8 +63,16 @@ class HarnessSettings(msgspec.Struct, kw_only=True):
     #: by the host's broker: answer rules, the program, or you at the
     #: terminal; a question nobody answers fails the turn (exit 5).
     questions: bool = False
-    #: How often the harness retries a failed model call (-1: its own default,
-    #: which retries a dead endpoint for over a minute).
+    #: How long a turn retries a model API that answers an error it may retry
+    #: (429, 503, other 5xx) before it fails with the status (0: no bound).
+    retry_seconds: float = 60.0
+    #: The same for an endpoint that cannot be reached (refused, no such
+    #: host, reset): short, a wrong URL never recovers (0: no bound).
+    connect_retry_seconds: float = 15.0
+    #: How often the harness retries a failed model call: -1 keeps the two
+    #: budgets above (agy-host's schedule: 1 s, then 1.5 times longer each
+    #: time); a number is the harness's own count, on its own backoff, and
+    #: the budgets then do not apply.
     api_retries: int = -1
     #: Where the harness keeps its state; empty: under agy-host's state dir.
     #: The harness's HOME is moved there too, so nothing lands in ~/.gemini.
@@ -83,6 +91,10 @@ class HarnessSettings(msgspec.Struct, kw_only=True):
 def narrow(raw: Mapping[str, Any], warn: Callable[[str], None]) -> HarnessSettings:
     settings = narrow_section(HarnessSettings, raw, SECTION, warn)
     for key in ("max_model_calls", "max_tool_calls", "max_total_tokens"):
+        if getattr(settings, key) < 0:
+            warn(f"config: '{SECTION}.{key}' must not be negative; using the default")
+            setattr(settings, key, getattr(HarnessSettings(), key))
+    for key in ("retry_seconds", "connect_retry_seconds"):
         if getattr(settings, key) < 0:
             warn(f"config: '{SECTION}.{key}' must not be negative; using the default")
             setattr(settings, key, getattr(HarnessSettings(), key))

@@ -2,7 +2,9 @@
 
 The wire side of a turn is done (``wire_done``) when the conversation's main
 trajectory reports ``FULLY_IDLE`` (subagents' trajectories interleave and do
-not count), or when the conversation's socket closes.
+not count), or when the conversation's socket closes. A failed model call
+the harness retries goes to the turn's :class:`~.retries.RetryWatch`, not
+to the mapper: one notice per kind says which retry budget applies.
 """
 
 from __future__ import annotations
@@ -13,15 +15,20 @@ from agy_host.contract.events import Activity, NoticeActivity, UsageActivity, Us
 from agy_host.engine.driver import TurnRequest
 from agy_host.engine.turn import EngineTurn
 from agy_host_harness import wire
+from agy_host_harness.harness_config import Endpoint
 from agy_host_harness.mapping import StepMapper
+from agy_host_harness.retries import RetryWatch, trouble_of
+from agy_host_harness.settings import HarnessSettings
 
 #: Visible warnings per turn about frames that could not be used.
 MAX_WIRE_NOTICES = 3
 
 
 class HarnessTurn(EngineTurn):
-    def __init__(self, request: TurnRequest) -> None:
+    def __init__(self, request: TurnRequest, retries: RetryWatch | None = None) -> None:
         super().__init__(request)
+        #: The model API's failed calls against their retry budgets.
+        self.retries = retries or RetryWatch(HarnessSettings(), Endpoint(kind="gemini"))
         self.mapper = StepMapper(self.handle.emit, "")
         self.wire_done = trio.Event()
         #: The user input reached the harness (from then on it works on this turn).
@@ -59,9 +66,18 @@ class HarnessTurn(EngineTurn):
         self.timers.touch()
         if event.usage_update is not None and event.usage_update.total is not None:
             self.usage_now = event.usage_update.total
+            self.retries.progress()
             if self.sent:  # reported as it changes: a budget can stop the turn mid-way
                 self.emit_usage()
         if (step := event.step_update) is not None:
+            trouble = trouble_of(step)
+            if trouble is not None:  # a failed model call the harness retries: the budgets' business
+                news = self.retries.failed(trouble)
+                if news is not None:
+                    self.emit(NoticeActivity(level="warning", message=news, code="model-retry"))
+                return
+            if step.source not in ("SOURCE_SYSTEM", "SOURCE_USER"):
+                self.retries.progress()
             self.mapper.step(step)
         elif (state := event.trajectory_state_update) is not None:
             self.on_state(state)

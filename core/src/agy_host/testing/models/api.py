@@ -39,6 +39,12 @@ list of events::
     {"tool_result": true}          "tool result: " and the last tool's output (a host tool's own text)
     {"verdict": true}              "DENIED" when the last tool was refused, else "PERMITTED"
     {"error": {"status": 500, "message": "..."}}   answer this HTTP error instead (first event only)
+    {"drop": true}                 close the connection without an answer (first event only): a network error
+
+A client's retry of a failed call sends the same conversation, so it gets
+the same reply: a reply of ``error`` (a 429 or 503) or ``drop`` fails every
+retry, for ever, as an overloaded or broken endpoint does. (An endpoint that
+is not there at all is a port nobody listens on: close the server.)
 
 Without usage events no usage metadata is sent, as a model that reports none.
 The harness's quirks are honoured: function responses may arrive with role
@@ -252,7 +258,7 @@ class Server:
                 if request is None:
                     return
                 await self.handle(conn, request)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError, _Dropped):
             return
         finally:
             await stream.aclose()
@@ -282,7 +288,7 @@ class Server:
                     "body": body,
                 }
             )
-            reply = self.script.reply(text, turn, call)
+            reply = _unless_dropped(self.script.reply(text, turn, call))
             last = last_gemini_output(body)
             await self._gemini(conn, reply, text, last, stream=gemini.group(2) == "streamGenerateContent")
             return
@@ -297,7 +303,7 @@ class Server:
             self._record(
                 {"path": url.path, "model": model, "user_text": text, "turn": turn, "call": call, "body": body}
             )
-            reply = self.script.reply(text, turn, call)
+            reply = _unless_dropped(self.script.reply(text, turn, call))
             await self._openai(
                 conn, reply, text, last_openai_output(body), model=model, stream=bool(body.get("stream"))
             )
@@ -394,6 +400,16 @@ class Server:
             await conn.chunk(b"data: " + _dumps({**base, "choices": [], "usage": usage_obj}) + b"\n\n")
         await conn.chunk(b"data: [DONE]\n\n")
         await conn.end_stream()
+
+
+class _Dropped(Exception):
+    """A ``drop`` reply: the connection is closed without an answer."""
+
+
+def _unless_dropped(reply: Reply) -> Reply:
+    if reply and reply[0].get("drop"):
+        raise _Dropped
+    return reply
 
 
 def _gemini_chunks(reply: Reply, user_text: str, last_output: str = "") -> list[tuple[str, Any]]:
