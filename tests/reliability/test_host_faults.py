@@ -227,21 +227,43 @@ time.sleep(300)
 """
 
 
-def _hold_store_lock(tmp_path: Path) -> subprocess.Popen[str]:
+def _hold_store_lock(tmp_path: Path, script: str = _HOLD, name: str | None = None) -> subprocess.Popen[str]:
+    """A process holding the store's lock (``script`` takes it); ``name`` is its argv[0]."""
     state = tmp_path / "home" / ".local" / "state" / "agy-host"
     state.mkdir(parents=True, exist_ok=True)
     holder = subprocess.Popen(
-        [sys.executable, "-c", _HOLD, str(state / f"{STORE_FILE}.lock")], stdout=subprocess.PIPE, text=True
+        [name or sys.executable, "-c", script, str(state / f"{STORE_FILE}.lock")],
+        executable=sys.executable,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout is not None and holder.stdout.readline() == "held\n"
     return holder
 
 
-def test_a_held_store_lock_is_shown_and_ctrl_c_ends_the_wait(tmp_path: Path) -> None:
-    """Another process holds ``sessions.json``'s lock (stopped with Ctrl-Z,
-    say): the wait says who holds it, and Ctrl-C ends it (it used to wait
-    silently, deaf to Ctrl-C, for as long as the holder lived)."""
-    holder = _hold_store_lock(tmp_path)
+def _end(process: subprocess.Popen[str]) -> None:
+    process.kill()
+    process.wait()
+    for stream in (process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+
+
+def _sessions_list(tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
+        env=_cli_env(tmp_path),
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _wait_notice_then_ctrl_c(tmp_path: Path) -> tuple[str, int, float]:
+    """``sessions list`` on a held store: its waiting notice, its exit code after
+    Ctrl-C, and how long that exit took."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
         env=_cli_env(tmp_path),
@@ -256,16 +278,26 @@ def test_a_held_store_lock_is_shown_and_ctrl_c_ends_the_wait(tmp_path: Path) -> 
         ready, _, _ = select.select([proc.stderr], [], [], 30)
         assert ready, "nothing said the command is waiting for a lock"
         line = proc.stderr.readline()
-        assert "waiting for" in line and f"pid {holder.pid} (the-holder)" in line and "Ctrl-C" in line, line
         started = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=30)
-        assert proc.returncode == 130, proc.stderr.read()
-        assert time.monotonic() - started < 5.0  # sanity: the 10 s bound was not waited out
+        code = proc.wait(timeout=30)
+        return line, code, time.monotonic() - started
     finally:
-        for process in (proc, holder):
-            process.kill()
-            process.wait()
+        _end(proc)
+
+
+def test_a_held_store_lock_is_shown_and_ctrl_c_ends_the_wait(tmp_path: Path) -> None:
+    """Another process holds ``sessions.json``'s lock (stopped with Ctrl-Z,
+    say): the wait says who holds it, and Ctrl-C ends it (it used to wait
+    silently, deaf to Ctrl-C, for as long as the holder lived)."""
+    holder = _hold_store_lock(tmp_path)
+    try:
+        line, code, took = _wait_notice_then_ctrl_c(tmp_path)
+    finally:
+        _end(holder)
+    assert "waiting for" in line and f"pid {holder.pid} (the-holder)" in line and "Ctrl-C" in line, line
+    assert code == 130
+    assert took < 5.0  # sanity: the 10 s bound was not waited out
 
 
 _HOLD_SILENTLY = """
@@ -281,53 +313,16 @@ def test_a_store_lock_held_by_another_program_names_that_program(tmp_path: Path)
     """Issue 28 item 13: another program holding the store's lock was named
     after the note an earlier agy-host left in the lock file (agy-host named
     itself). The kernel's list of locks names the real holder now."""
-    first = subprocess.run(
-        [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
-        env=_cli_env(tmp_path),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    first = _sessions_list(tmp_path)  # it notes itself in the lock file while it holds it
     assert first.returncode == 0, first.stderr
-    lock = tmp_path / "home" / ".local" / "state" / "agy-host" / f"{STORE_FILE}.lock"
-    with subprocess.Popen(
-        ["another-program", "-c", _HOLD_SILENTLY, str(lock)],
-        executable=sys.executable,
-        stdout=subprocess.PIPE,
-        text=True,
-    ) as holder:
-        try:
-            assert holder.stdout is not None and holder.stdout.readline() == "held\n"
-            line, code = _wait_notice_then_ctrl_c(tmp_path)
-        finally:
-            holder.kill()
+    holder = _hold_store_lock(tmp_path, _HOLD_SILENTLY, "another-program")
+    try:
+        line, code, _ = _wait_notice_then_ctrl_c(tmp_path)
+    finally:
+        _end(holder)
     assert f"held by pid {holder.pid} (another-program -c)" in line, line
     assert "main.py" not in line and "agy-host" not in line.split("held by")[1], line
     assert code == 130
-
-
-def _wait_notice_then_ctrl_c(tmp_path: Path) -> tuple[str, int]:
-    """``sessions list`` on a held store: its waiting notice, and its exit code after Ctrl-C."""
-    with subprocess.Popen(
-        [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
-        env=_cli_env(tmp_path),
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as proc:
-        try:
-            assert proc.stderr is not None
-            ready, _, _ = select.select([proc.stderr], [], [], 30)
-            assert ready, "nothing said the command is waiting for a lock"
-            line = proc.stderr.readline()
-            proc.send_signal(signal.SIGINT)
-            return line, proc.wait(timeout=30)
-        finally:
-            proc.kill()
 
 
 def test_a_held_store_lock_is_given_up_after_its_bound_with_the_holder_named(tmp_path: Path) -> None:
@@ -335,18 +330,9 @@ def test_a_held_store_lock_is_given_up_after_its_bound_with_the_holder_named(tmp
 
     holder = _hold_store_lock(tmp_path)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
-            env=_cli_env(tmp_path),
-            cwd=tmp_path,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=LOCK_TIMEOUT_S + 50,
-        )
+        proc = _sessions_list(tmp_path, timeout=LOCK_TIMEOUT_S + 50)
     finally:
-        holder.kill()
-        holder.wait()
+        _end(holder)
     assert proc.returncode == 1, proc.stderr
     assert f"gave up after {LOCK_TIMEOUT_S:g}s" in proc.stderr and f"pid {holder.pid} (the-holder)" in proc.stderr
     assert "internal error" not in proc.stderr
