@@ -49,6 +49,7 @@ EXPORTS = [
     "ModelCatalog",
     "ModelInfo",
     "Notice",
+    "OutputInvalid",
     "PermissionAnswered",
     "PermissionDecision",
     "PermissionDenied",

@@ -32,6 +32,7 @@ _EXPORTS = {
     "AgyHostError": "agy_host.api",
     "EngineUnavailable": "agy_host.api",
     "KeeperLost": "agy_host.api",
+    "OutputInvalid": "agy_host.api",
     "PermissionDenied": "agy_host.api",
     "SessionBusy": "agy_host.api",
     "SessionNotFound": "agy_host.api",

@@ -29,6 +29,7 @@ from agy_host.api.errors import (
     AgyHostError,
     EngineUnavailable,
     KeeperLost,
+    OutputInvalid,
     PermissionDenied,
     SessionBusy,
     SessionNotFound,
@@ -203,6 +204,11 @@ class Session:
         CLI, or prompt blocks) and return its :class:`Turn`: iterate it for
         the events; ``check=True`` raises a :class:`TurnError` when the turn
         ends with a non-zero exit code."""
+        return Turn(self, self._blocks(prompt, files, images), check=check)
+
+    def _blocks(
+        self, prompt: str | Sequence[PromptBlock], files: Iterable[str | Path], images: Iterable[str | Path]
+    ) -> list[PromptBlock]:
         from agy_host.runtime.prompt_input import PromptInputError, check_blocks, prepare
 
         engine = self._loop_().runtime.engine
@@ -210,17 +216,50 @@ class Session:
             if isinstance(prompt, str):
                 max_bytes = self.host.config.prompt.max_attachment_bytes
                 cwd = self._options.cwd
-                blocks = prepare(prompt, engine, cwd=cwd, files=list(files), images=list(images), max_bytes=max_bytes)
-            else:
-                blocks = list(prompt)
-                check_blocks(blocks, engine)
+                return prepare(prompt, engine, cwd=cwd, files=list(files), images=list(images), max_bytes=max_bytes)
+            blocks = list(prompt)
+            check_blocks(blocks, engine)
+            return blocks
         except PromptInputError as exc:
             raise UsageError(str(exc)) from exc
-        return Turn(self, blocks, check=check)
 
-    async def run(self, prompt: str | Sequence[PromptBlock], *, check: bool = False, **kw: Any) -> TurnResult:
-        """:meth:`prompt` run to its end; the :class:`TurnResult`."""
-        return await self.prompt(prompt, check=check, **kw).wait()
+    async def run(
+        self,
+        prompt: str | Sequence[PromptBlock],
+        *,
+        check: bool = False,
+        output: Any = None,
+        files: Iterable[str | Path] = (),
+        images: Iterable[str | Path] = (),
+    ) -> TurnResult:
+        """:meth:`prompt` run to its end; the :class:`TurnResult`.
+
+        ``output`` (a dataclass, a ``msgspec.Struct``, a ``TypedDict`` or a
+        JSON Schema dict) asks for structured output: the prompt carries the
+        schema, the answer is validated into ``result.output``, a wrong
+        answer is sent back once with what was wrong (the result is then the
+        second turn's), and a second wrong one raises
+        :class:`~agy_host.api._output.OutputInvalid` with the raw answer. A
+        turn that fails (a non-zero exit code) is returned as it is, or
+        raised with ``check=True``; it has no ``output``."""
+        if output is None:
+            return await self.prompt(prompt, files=files, images=images, check=check).wait()
+        from agy_host.api._output import OutputSpec
+
+        spec = OutputSpec.of(output)
+        result = await Turn(self, spec.ask(self._blocks(prompt, files, images)), check=check).wait()
+        if result.exit_code != 0:
+            return result
+        value, reason = spec.read(result.response)
+        if reason is not None:
+            result = await Turn(self, spec.retry(reason), check=check).wait()
+            if result.exit_code != 0:
+                return result
+            value, reason = spec.read(result.response)
+            if reason is not None:
+                raise OutputInvalid(reason, result.response, result)
+        result.output = value
+        return result
 
 
 class _Opener(contextlib.AbstractAsyncContextManager["Session"]):
@@ -369,15 +408,17 @@ def run(
     check: bool = False,
     files: Iterable[str | Path] = (),
     images: Iterable[str | Path] = (),
+    output: Any = None,
     **options: Any,
 ) -> TurnResult:
     """One turn, blocking: for scripts and notebooks. Takes
-    :func:`open_session`'s options; returns the :class:`TurnResult`."""
+    :func:`open_session`'s options; returns the :class:`TurnResult`
+    (``output=`` as :meth:`Session.run` takes it)."""
     import trio
 
     async def main() -> TurnResult:
         async with open_session(**options) as s:
-            return await s.prompt(prompt, files=files, images=images, check=check).wait()
+            return await s.run(prompt, files=files, images=images, check=check, output=output)
 
     return trio.run(main)
 
@@ -387,6 +428,7 @@ __all__ = [
     "AgyHostError",
     "EngineUnavailable",
     "KeeperLost",
+    "OutputInvalid",
     "PermissionDenied",
     "Session",
     "SessionBusy",

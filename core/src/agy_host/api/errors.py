@@ -80,6 +80,19 @@ class SessionBusy(TurnError):
     this session, so this one did not run (exit 7); the message names it."""
 
 
+class OutputInvalid(AgyHostError):
+    """The agent's answer was not the value asked for, twice (exit 1).
+
+    ``reason`` says what was wrong with the last answer, ``raw`` is that
+    answer as the agent gave it, and ``result`` its turn's result."""
+
+    def __init__(self, reason: str, raw: str, result: TurnResult) -> None:
+        super().__init__(f"the agent's answer is not the output asked for, after one retry: {reason}")
+        self.reason = reason
+        self.raw = raw
+        self.result = result
+
+
 def error_for(result: TurnResult) -> TurnError:
     """The typed error of a finished turn whose exit code is not 0."""
     kinds: dict[int, type[TurnError]] = {
@@ -95,6 +108,7 @@ __all__ = [
     "AgyHostError",
     "EngineUnavailable",
     "KeeperLost",
+    "OutputInvalid",
     "PermissionDenied",
     "SessionBusy",
     "SessionNotFound",

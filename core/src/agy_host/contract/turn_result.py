@@ -7,7 +7,7 @@ contract callers script against (:class:`TurnResult`, the exit codes, the
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -53,6 +53,9 @@ class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The conversation the session was bound to, when the agent could not
     #: continue it and this turn started a new one (without ``--resume``).
     replaced_conversation_id: str | None = None
+    #: The validated structured output, when the program asked for one
+    #: (``output=`` in the Python API; never set by the CLI or over a wire).
+    output: Any = None
 
 
 def exit_code_for(
