@@ -53,6 +53,11 @@ def write_config(tmp_path: Path, text: str) -> Path:
     return path
 
 
+def elicited(agent: FakeAgent) -> list[dict[str, Any]]:
+    """What the agent got back for its elicitations, in order."""
+    return [m["result"] for m in agent.received() if isinstance(m.get("result"), dict) and "action" in m["result"]]
+
+
 def started(agent: FakeAgent) -> bool:
     return bool(agent.requests("initialize"))
 
@@ -187,8 +192,7 @@ def test_a_rule_answer_that_breaks_the_schema_is_unanswered_with_the_reason(tmp_
     proc = run_turn(tmp_path, agent, "--answers", str(rules))
     assert proc.returncode == 5, proc.stderr
     assert "GOT CANCEL" in proc.stdout
-    responses = [m["result"] for m in agent.received() if isinstance(m.get("result"), dict) and "action" in m["result"]]
-    assert responses == [{"action": "cancel"}], "nothing of the bad answer reached the agent"
+    assert elicited(agent) == [{"action": "cancel"}], "nothing of the bad answer reached the agent"
     why = "its answer does not fit the form: field 'force' wants true or false, not 'maybe'"
     assert f"-> UNANSWERED, cancel (answers rule 1: {why})" in proc.stderr
 
@@ -207,8 +211,7 @@ def test_an_out_of_bounds_answer_is_unanswered_in_the_json_events(tmp_path: Path
     rules.write_text(json.dumps([{"field": "force", "value": "yes"}, {"field": "replicas", "value": "4"}]))
     proc = run_turn(tmp_path, agent, "--answers", str(rules))
     assert proc.returncode == 0, proc.stderr  # a value TOML or JSON wrote another way still counts
-    accepted = [m["result"] for m in agent.received() if isinstance(m.get("result"), dict) and "content" in m["result"]]
-    assert accepted[-1] == {"action": "accept", "content": {"force": True, "replicas": 4}}
+    assert elicited(agent)[-1] == {"action": "accept", "content": {"force": True, "replicas": 4}}
 
 
 def test_the_python_api_callback_answer_that_breaks_the_schema_fails_closed(tmp_path: Path) -> None:
@@ -218,5 +221,4 @@ def test_the_python_api_callback_answer_that_breaks_the_schema_fails_closed(tmp_
     env = isolated_env(tmp_path / "home", AGY_HOST_ENGINE="acp", AGY_HOST_TTY="none")
     result = api.run("go", agent=agent.command_line, env=env, cwd=tmp_path, on_question=lambda q: {"force": "maybe"})
     assert result.exit_code == 5
-    responses = [m["result"] for m in agent.received() if isinstance(m.get("result"), dict) and "action" in m["result"]]
-    assert responses == [{"action": "cancel"}]
+    assert elicited(agent) == [{"action": "cancel"}]
