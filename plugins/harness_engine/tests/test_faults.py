@@ -18,25 +18,10 @@ from pathlib import Path
 import pytest
 
 from .conftest import HarnessHome
+from .test_interrupted_binding import harness_pids
 
 #: A turn budget the retry budgets must end well before.
 DEADLINE_MINUTES = 1.0
-
-
-def _children(pid: int, named: str) -> list[int]:
-    """Live children of ``pid`` whose command line holds ``named``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            cmdline = (entry / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if int(fields[1]) == pid and named.encode() in cmdline and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
 
 
 def _running(pid: int) -> bool:
@@ -133,7 +118,7 @@ def test_ctrl_c_on_a_frozen_harness_exits_within_seconds_and_leaves_nothing(hhom
             line = proc.stdout.readline()
             assert line, (seen, proc.communicate(timeout=30))
             seen += line
-        harness = _children(proc.pid, "localharness")
+        harness = harness_pids(proc.pid)
         assert len(harness) == 1, harness
         os.kill(harness[0], signal.SIGSTOP)
         started = time.monotonic()

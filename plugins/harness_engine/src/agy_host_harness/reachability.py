@@ -18,6 +18,7 @@ proxy, not to the host.
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import socket
 from collections.abc import Awaitable, Callable, Mapping
@@ -45,9 +46,7 @@ def target(point: Endpoint, env: Mapping[str, str]) -> tuple[str, int] | str | N
     except ValueError:
         return f"{point.source or 'the endpoint'} {point.base_url!r} has a bad port"
     host = parts.hostname
-    if not _loopback(host) and any(env.get(k) or env.get(k.lower()) for k in _PROXIES[parts.scheme]):
-        return None
-    return host, port
+    return (host, port) if _direct(host, parts.scheme, env) else None
 
 
 async def problem(point: Endpoint, env: Mapping[str, str], timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
@@ -108,13 +107,16 @@ def _reason(exc: OSError) -> str:
     return str(exc)
 
 
-def _loopback(host: str) -> bool:
+def _direct(host: str, scheme: str, env: Mapping[str, str]) -> bool:
+    """Whether the harness connects to ``host`` itself: Go never sends a
+    loopback host through a proxy, and any other goes through one when a
+    proxy variable for the scheme is set."""
     if host == "localhost":
         return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    with contextlib.suppress(ValueError):
+        if ipaddress.ip_address(host).is_loopback:
+            return True
+    return not any(env.get(k) or env.get(k.lower()) for k in _PROXIES[scheme])
 
 
 __all__ = ["PROBE_TIMEOUT_S", "problem", "problem_while", "target"]
