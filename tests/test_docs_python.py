@@ -37,6 +37,7 @@ SCRIPTS: dict[str, Any] = {
     },
     "tidy the imports": "permission",
     "check=True)": "prompt-error",
+    "plan the change": {"prompt": [{"chunk": "ok"}, {"prompt_usage": {"totalTokens": 7}}]},
     "list the failing tests": {
         "prompt": [{"chunk": 'Two:\n```json\n{"count": 2, "tests": ["test_a", "test_b"]}\n```'}, {"stop": "end_turn"}]
     },
@@ -89,6 +90,8 @@ def test_the_acp_examples_run(place: Path, phrase: str, loop: str, capsys: pytes
         assert out == "tool result: 42\n", out
     elif phrase == "tidy the imports":
         assert out == "the agent asks: Run fake_tool?\n", out
+    elif phrase == "plan the change":
+        assert out == "fake-model-low 2 14\n", out
     elif phrase == "list the failing tests":
         assert out == "2 ['test_a', 'test_b']\n", out
     else:

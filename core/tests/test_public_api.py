@@ -68,6 +68,7 @@ EXPORTS = [
     "RunContext",
     "Service",
     "Session",
+    "SessionStatus",
     "SessionBusy",
     "SessionNotFound",
     "StateFile",
@@ -99,7 +100,7 @@ EXPORTS = [
 ]
 
 PUBLIC_ROOMS = ("contract", "engine", "service", "testing")
-PUBLIC_MODULES = {"config", "hookspecs", "exit_codes", "fsutil", "entry_points", "api", "api.errors"}
+PUBLIC_MODULES = {"config", "hookspecs", "exit_codes", "fsutil", "entry_points", "api", "api.errors", "api.status"}
 PRIVATE_PREFIXES = ("runtime", "cli", "builtins", "plugins", "api._", "keeper")
 
 

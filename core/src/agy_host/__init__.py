@@ -28,6 +28,7 @@ _EXPORTS = {
     "open_session": "agy_host.api",
     "run": "agy_host.api",
     "Session": "agy_host.api",
+    "SessionStatus": "agy_host.api",
     "Turn": "agy_host.api",
     "AgyHostError": "agy_host.api",
     "EngineUnavailable": "agy_host.api",

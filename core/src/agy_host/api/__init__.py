@@ -39,12 +39,13 @@ from agy_host.api.errors import (
     UsageError,
     error_for,
 )
+from agy_host.api.status import SessionStatus, add_usage
 
 if TYPE_CHECKING:
     from agy_host.api._callbacks import ProgramLoop
     from agy_host.api._loops import Job, Loop
     from agy_host.api._setup import Options, PermissionCallback
-    from agy_host.contract.events import HostEvent
+    from agy_host.contract.events import HostEvent, UsageCounts
     from agy_host.contract.interactions import Question
     from agy_host.contract.prompt import PromptBlock
     from agy_host.contract.turn_result import TurnResult
@@ -163,6 +164,8 @@ class Turn:
                 error=STOPPED_WAITING,
             )
         self.result = self._session.result = result
+        self._session._turns += 1
+        self._session.usage = add_usage(self._session.usage, result.usage)
         if (self._check if check is None else check) and result.exit_code != 0:
             raise error_for(result)
 
@@ -179,6 +182,10 @@ class Session:
         self.engine = host.load_engine().ENGINE_NAME
         #: The last finished turn's result.
         self.result: TurnResult | None = None
+        #: The usage of this program's turns on the session, added up
+        #: (``None`` until an agent reported some).
+        self.usage: UsageCounts | None = None
+        self._turns = 0
         self._loop: Loop | None = None
         self._current: Turn | None = None
 
@@ -191,6 +198,61 @@ class Session:
         current = self._current
         if current is not None:
             current._event(event)
+
+    @property
+    def info(self) -> SessionStatus:
+        """Where the session stands: engine, agent, what the next turn asks
+        for (model, effort, mode, permissions), its conversation, whether
+        its agent is warm, turns run and whether one runs now."""
+        settings, config = self._options.settings, self.host.config
+        conversation = self.result.conversation_id if self.result is not None else None
+        if conversation is None:
+            bound = self.host.store.get(self.host.load_engine().store_key(self.name))
+            conversation = bound.conversation_id if bound is not None else None
+        runtime = self._loop.runtime if self._loop is not None else None
+        current = self._current
+        return SessionStatus(
+            name=self.name,
+            engine=self.engine,
+            agent=self._options.agent,
+            model=settings.model or config.model or None,
+            effort=settings.effort or config.effort or None,
+            mode=settings.mode or config.mode or None,
+            permissions=self.host.permission_policy().name,
+            conversation_id=conversation,
+            warm=bool(getattr(runtime, "was_warm", False)),
+            turns=self._turns,
+            turn_running=current is not None and current._job is not None and not current._job.done,
+        )
+
+    async def set_model(self, model: str | None) -> None:
+        """Use ``model`` from the next turn on (``None``: the config's). The
+        engine applies it to the live agent where it can (ACP's
+        ``session/set_config_option``), else reopens the conversation on
+        it, as ``chat``'s ``/model`` does."""
+        self._loop_()
+        self._options.settings.model = model or None
+
+    async def set_effort(self, effort: str | None) -> None:
+        """Use ``effort`` (``low``, ``medium``, ``high``...) from the next turn on, as :meth:`set_model`."""
+        self._loop_()
+        self._options.settings.effort = effort or None
+
+    async def set_mode(self, mode: str | None) -> None:
+        """Use the agent's ``mode`` from the next turn on, as :meth:`set_model`."""
+        self._loop_()
+        self._options.settings.mode = mode or None
+
+    async def interrupt(self) -> bool:
+        """Cancel the running turn from another task, as Ctrl-C does: it
+        ends with exit code 130 (stop reason ``aborted``), its iterator ends
+        normally, and the session goes on. ``False`` when no turn runs."""
+        loop, current = self._loop_(), self._current
+        if current is None or current._job is None or current._job.done:
+            return False
+        runtime = loop.runtime
+        loop.soon(lambda: runtime.abort("interrupted by the program"))
+        return True
 
     def prompt(
         self,
@@ -350,7 +412,10 @@ def open_session(
     config file applies as it does there; ``timeout`` and ``inactivity`` are
     seconds (0 disables). ``permissions`` is a policy name or a callback
     ``(PermissionRequest) -> PermissionDecision | option id | bool`` (sync
-    or async). ``tools`` are plain functions offered to the agent as host
+    or async). Without it the config's policy applies; when nobody chose
+    one, a permission request is refused (exit code 5, ``result.error``
+    says how to allow): a program is prompted at the terminal only with
+    ``permissions="ask"``. ``tools`` are plain functions offered to the agent as host
     tools. ``env`` replaces ``os.environ`` for config and state lookups.
     Questions the agent asks (:class:`~agy_host.contract.interactions.Question`)
     are answered by ``answers`` (a rules file or a list of rule dicts, as
@@ -433,6 +498,7 @@ __all__ = [
     "Session",
     "SessionBusy",
     "SessionNotFound",
+    "SessionStatus",
     "Turn",
     "TurnError",
     "TurnInterrupted",

@@ -116,6 +116,11 @@ class WarmRuntime:
         self._aborted = False
         self._nothing_sent = False
 
+    @property
+    def was_warm(self) -> bool:
+        """The last turn ran on a warm agent that was alive before it."""
+        return self._local is None and self._remote.was_warm
+
     @classmethod
     @contextlib.asynccontextmanager
     async def open(cls, host: Host, options: Options, sink: Sink, keep_alive_s: float) -> AsyncIterator[WarmRuntime]:
