@@ -152,7 +152,9 @@ def typecheck(session: nox.Session) -> None:
     sources = [
         str(p.relative_to(ROOT)) for p in [CORE / "src", *(plugin / "src" for plugin in _plugins())] if p.is_dir()
     ]
-    session.run("mypy", *sources, *session.posargs)
+    # The typed program of docs/examples: the public API as its users check theirs.
+    examples = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs" / "examples").glob("*.py"))]
+    session.run("mypy", *sources, *examples, *session.posargs)
 
 
 _ENGINE_PARAMS = sorted(ENGINES) or ["(none)"]

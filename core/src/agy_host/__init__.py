@@ -18,7 +18,221 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    # What the lazy exports below resolve to, for type checkers: a program's
+    # ``agy_host.open_session`` is checked against its real signature, not
+    # the ``Any`` of the module ``__getattr__`` (test_public_api pins both lists).
     import pluggy
+
+    from agy_host.api import (
+        AgyHostError as AgyHostError,
+    )
+    from agy_host.api import (
+        EngineUnavailable as EngineUnavailable,
+    )
+    from agy_host.api import (
+        KeeperLost as KeeperLost,
+    )
+    from agy_host.api import (
+        OutputInvalid as OutputInvalid,
+    )
+    from agy_host.api import (
+        PermissionDenied as PermissionDenied,
+    )
+    from agy_host.api import (
+        Session as Session,
+    )
+    from agy_host.api import (
+        SessionBusy as SessionBusy,
+    )
+    from agy_host.api import (
+        SessionNotFound as SessionNotFound,
+    )
+    from agy_host.api import (
+        SessionStatus as SessionStatus,
+    )
+    from agy_host.api import (
+        Turn as Turn,
+    )
+    from agy_host.api import (
+        TurnError as TurnError,
+    )
+    from agy_host.api import (
+        TurnInterrupted as TurnInterrupted,
+    )
+    from agy_host.api import (
+        TurnTimeout as TurnTimeout,
+    )
+    from agy_host.api import (
+        UsageError as UsageError,
+    )
+    from agy_host.api import (
+        open_session as open_session,
+    )
+    from agy_host.api import (
+        run as run,
+    )
+    from agy_host.config import (
+        Config as Config,
+    )
+    from agy_host.contract.diagnostics import (
+        DiagnosticReport as DiagnosticReport,
+    )
+    from agy_host.contract.events import (
+        AgentCommand as AgentCommand,
+    )
+    from agy_host.contract.events import (
+        CommandsUpdated as CommandsUpdated,
+    )
+    from agy_host.contract.events import (
+        FileDiff as FileDiff,
+    )
+    from agy_host.contract.events import (
+        HostEvent as HostEvent,
+    )
+    from agy_host.contract.events import (
+        Notice as Notice,
+    )
+    from agy_host.contract.events import (
+        PermissionAnswered as PermissionAnswered,
+    )
+    from agy_host.contract.events import (
+        PermissionOption as PermissionOption,
+    )
+    from agy_host.contract.events import (
+        PlanEntry as PlanEntry,
+    )
+    from agy_host.contract.events import (
+        PlanUpdated as PlanUpdated,
+    )
+    from agy_host.contract.events import (
+        QuestionAnswered as QuestionAnswered,
+    )
+    from agy_host.contract.events import (
+        TextDelta as TextDelta,
+    )
+    from agy_host.contract.events import (
+        ThoughtDelta as ThoughtDelta,
+    )
+    from agy_host.contract.events import (
+        ToolCard as ToolCard,
+    )
+    from agy_host.contract.events import (
+        ToolUseRequested as ToolUseRequested,
+    )
+    from agy_host.contract.events import (
+        TurnEnded as TurnEnded,
+    )
+    from agy_host.contract.events import (
+        TurnStarted as TurnStarted,
+    )
+    from agy_host.contract.events import (
+        UsageCounts as UsageCounts,
+    )
+    from agy_host.contract.events import (
+        UsageReport as UsageReport,
+    )
+    from agy_host.contract.interactions import (
+        Answer as Answer,
+    )
+    from agy_host.contract.interactions import (
+        FormField as FormField,
+    )
+    from agy_host.contract.interactions import (
+        Question as Question,
+    )
+    from agy_host.contract.permissions import (
+        PermissionDecision as PermissionDecision,
+    )
+    from agy_host.contract.permissions import (
+        PermissionPolicy as PermissionPolicy,
+    )
+    from agy_host.contract.permissions import (
+        PermissionRequest as PermissionRequest,
+    )
+    from agy_host.contract.prompt import (
+        ImageBlock as ImageBlock,
+    )
+    from agy_host.contract.prompt import (
+        ResourceBlock as ResourceBlock,
+    )
+    from agy_host.contract.prompt import (
+        TextBlock as TextBlock,
+    )
+    from agy_host.contract.prompt_parts import (
+        PromptContext as PromptContext,
+    )
+    from agy_host.contract.prompt_parts import (
+        PromptPart as PromptPart,
+    )
+    from agy_host.contract.rendering import (
+        DiffSource as DiffSource,
+    )
+    from agy_host.contract.rendering import (
+        Renderer as Renderer,
+    )
+    from agy_host.contract.rendering import (
+        RenderOptions as RenderOptions,
+    )
+    from agy_host.contract.run_context import (
+        RunContext as RunContext,
+    )
+    from agy_host.contract.run_context import (
+        TurnContext as TurnContext,
+    )
+    from agy_host.contract.tools import (
+        HostTool as HostTool,
+    )
+    from agy_host.contract.tools import (
+        ToolResult as ToolResult,
+    )
+    from agy_host.contract.turn_result import (
+        TurnResult as TurnResult,
+    )
+    from agy_host.engine.base import (
+        Engine as Engine,
+    )
+    from agy_host.engine.base import (
+        EngineCapabilities as EngineCapabilities,
+    )
+    from agy_host.engine.base import (
+        EngineContext as EngineContext,
+    )
+    from agy_host.engine.base import (
+        EngineError as EngineError,
+    )
+    from agy_host.engine.base import (
+        McpServerSpec as McpServerSpec,
+    )
+    from agy_host.engine.base import (
+        ModelCatalog as ModelCatalog,
+    )
+    from agy_host.engine.base import (
+        ModelInfo as ModelInfo,
+    )
+    from agy_host.engine.driver import (
+        DriverSnapshot as DriverSnapshot,
+    )
+    from agy_host.engine.driver import (
+        TurnDriver as TurnDriver,
+    )
+    from agy_host.engine.driver import (
+        TurnHandle as TurnHandle,
+    )
+    from agy_host.engine.driver import (
+        TurnRequest as TurnRequest,
+    )
+    from agy_host.engine.state_file import (
+        StateFile as StateFile,
+    )
+    from agy_host.engine.timers import (
+        TurnTimers as TurnTimers,
+    )
+    from agy_host.exit_codes import (
+        ExitCode as ExitCode,
+    )
+    from agy_host.service.base import (
+        Service as Service,
+    )
 
     #: Marker to be imported and used in plugins (and for built-in implementations).
     hookimpl: pluggy.HookimplMarker

@@ -177,6 +177,9 @@ class TranscriptsConfig(msgspec.Struct, kw_only=True):
 
 
 class Config(msgspec.Struct, kw_only=True):
+    """The effective settings: ``config.toml``, then ``AGY_HOST_*`` variables, then the command line (``agy-host
+    config show``)."""
+
     #: Engine name; empty means the default (the only one installed, or the spec's).
     engine: str = ""
     model: str = ""

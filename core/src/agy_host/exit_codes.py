@@ -10,6 +10,8 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
+    """The documented exit codes, the same for the CLI and for ``AgyHostError.exit_code``: scripts branch on them."""
+
     OK = 0
     ERROR = 1
     USAGE = 2

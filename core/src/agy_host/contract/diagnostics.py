@@ -33,6 +33,9 @@ class DiagnosticSection(msgspec.Struct, kw_only=True):
 
 
 class DiagnosticReport(msgspec.Struct, kw_only=True):
+    """What ``agy-host doctor`` shows: sections of rows that core and every plugin add to
+    (``agy_host_diagnostics``)."""
+
     sections: list[DiagnosticSection] = msgspec.field(default_factory=list)
 
     def section(self, title: str) -> DiagnosticSection:

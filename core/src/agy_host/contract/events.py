@@ -298,6 +298,8 @@ EVENT_SCHEMA_VERSION = 1
 
 
 class TurnStarted(_Event, tag="turn_start", kw_only=True):
+    """The first event of a turn: which session, engine, agent and model run it."""
+
     session: str
     engine: str
     agent: str = ""
@@ -308,10 +310,14 @@ class TurnStarted(_Event, tag="turn_start", kw_only=True):
 
 
 class TextDelta(_Event, tag="text", kw_only=True):
+    """A piece of the agent's answer, in order; the pieces joined are the turn's ``response``."""
+
     delta: str
 
 
 class ThoughtDelta(_Event, tag="thought", kw_only=True):
+    """A piece of the agent's reasoning, when it shares it; never part of the ``response``."""
+
     delta: str
 
 
@@ -335,6 +341,8 @@ class ToolCard(_Event, tag="tool", kw_only=True):
 
 
 class PermissionAnswered(_Event, tag="permission", kw_only=True):
+    """A permission request (or a question put as one) and how it was answered: by whom, and why."""
+
     call_id: str
     title: str
     options: list[PermissionOption]
@@ -358,11 +366,15 @@ class QuestionAnswered(_Event, tag="question", kw_only=True):
 
 
 class UsageReport(_Event, tag="usage", kw_only=True):
+    """Token counts (and cost) as the agent reports them, for the turn and, when known, the conversation."""
+
     turn: UsageCounts
     cumulative: UsageCounts | None = None
 
 
 class Notice(_Event, tag="notice", kw_only=True):
+    """Something the user should know that is not the answer: a warning, a fallback, an agent's status line."""
+
     level: Literal["info", "warning", "error"] = "info"
     message: str
     code: str = ""
@@ -394,6 +406,8 @@ class ToolUseRequested(_Event, tag="tool_use", kw_only=True):
 
 
 class TurnEnded(_Event, tag="turn_end", kw_only=True):
+    """The last event of a turn: why it stopped, its whole response, usage and error."""
+
     stop_reason: StopReason
     duration_s: float
     conversation_id: str | None = None

@@ -12,10 +12,14 @@ import msgspec
 
 
 class TextBlock(msgspec.Struct, tag_field="type", tag="text", kw_only=True):
+    """Text of a prompt."""
+
     text: str
 
 
 class ImageBlock(msgspec.Struct, tag_field="type", tag="image", kw_only=True):
+    """An image of a prompt, sent only to agents that advertise images."""
+
     #: base64-encoded image bytes
     data: str
     mime_type: str

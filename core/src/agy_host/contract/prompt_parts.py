@@ -36,6 +36,8 @@ def is_slash_command(text: str) -> bool:
 
 
 class PromptContext(msgspec.Struct, kw_only=True):
+    """What a prompt-part plugin is told about the prompt it may add to (``agy_host_prompt_parts``)."""
+
     session: str
     engine: str
     cwd: str
@@ -59,6 +61,8 @@ class PromptContext(msgspec.Struct, kw_only=True):
 
 
 class PromptPart(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Text a plugin adds to a prompt, and where it goes."""
+
     text: str
     #: ``system``: once per agent conversation, before everything;
     #: ``context``: host context (digest), a resource block on ACP;

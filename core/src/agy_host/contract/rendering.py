@@ -49,6 +49,8 @@ class DiffSource:
 
 
 class RenderOptions(msgspec.Struct, kw_only=True):
+    """What a renderer is built with: its stream, colour, verbosity and how to draw diffs."""
+
     stream: IO[str]
     color: bool = False
     verbose: bool = False
@@ -59,6 +61,8 @@ class RenderOptions(msgspec.Struct, kw_only=True):
 
 @runtime_checkable
 class Renderer(Protocol):
+    """Draws a turn's events (``--format``): ``handle`` each event in order, then ``close``."""
+
     def handle(self, event: HostEvent) -> None: ...
 
     def close(self) -> None: ...

@@ -25,6 +25,8 @@ def _no_warning(message: str) -> None:
 
 
 class RunContext(msgspec.Struct, kw_only=True, frozen=True):
+    """What plugins' hooks get about the command: the effective config, the environment and the host's callbacks."""
+
     #: The effective :class:`~agy_host.config.Config` (file, environment and
     #: command-line overrides applied).
     config: Any
@@ -38,6 +40,8 @@ class RunContext(msgspec.Struct, kw_only=True, frozen=True):
 
 
 class TurnContext(msgspec.Struct, kw_only=True, frozen=True):
+    """What the turn-start and turn-end hooks get about one turn."""
+
     session: str
     engine: str
     cwd: str

@@ -30,6 +30,9 @@ ToolCallable = Callable[[dict[str, Any]], Awaitable[ToolResult]]
 
 
 class HostTool(msgspec.Struct, kw_only=True):
+    """A tool the host offers the agent (through the MCP bridge or the engine's own channel) and runs itself: a
+    plugin's, or a Python function of the program."""
+
     name: str
     description: str
     #: JSON schema of the arguments object.

@@ -49,6 +49,8 @@ class ModelInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ModelCatalog(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The models an engine offers, with where the list came from (``agy-host models``, chat's ``/model``)."""
+
     models: list[ModelInfo]
     #: Where the list came from: ``agent`` (asked live), ``cache``, ``fallback``.
     source: str = "agent"

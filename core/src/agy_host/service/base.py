@@ -9,6 +9,9 @@ import trio
 
 @runtime_checkable
 class Service(Protocol):
+    """A long-running task a plugin adds to the host (the MCP bridge): run in the host's nursery for the command's
+    life."""
+
     name: str
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
