@@ -23,6 +23,11 @@ TOOLS = [
     host_tool("host_echo"),
     host_tool("snap", ToolResult(text="a picture", images=[(PNG, "image/png")])),
     host_tool("refuse", ToolResult(text="no such file", is_error=True)),
+    # structured content: the text when it is JSON (an object as it is, else
+    # wrapped), or the tool's own object (issue 26 item 5)
+    host_tool("number", ToolResult(text="42")),
+    host_tool("record", ToolResult(text='{"a": [1, 2]}')),
+    host_tool("structured", ToolResult(text="40 + 2 = 42", structured={"result": 42})),
 ]
 
 
@@ -41,6 +46,9 @@ FAST = {
     "unknown tool": call(4, "no_such_tool", arguments={}),
     "poll of an unknown id": call(5, "bridge_poll_result", arguments={"callId": "nope"}),
     "unicode": call(6, arguments={"x": "héllo ✓"}),
+    "a JSON number as text": call(12, "number", arguments={}),
+    "a JSON object as text": call(13, "record", arguments={}),
+    "a structured result": call(14, "structured", arguments={}),
     "_meta with a progress token": call(10, arguments={}, _meta={"progressToken": "p"}),
     "_meta of an agent": call(11, arguments={}, _meta={"progressToken": 3, "claudecode/toolUseId": "toolu_1"}),
 }

@@ -24,6 +24,12 @@ class ToolResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: tells the agent so in ``text``, and the turn fails closed (exit 5), as
     #: it does for every unanswered question.
     unanswered_question: str = ""
+    #: The result as a JSON object, for the agent's MCP client to read as
+    #: ``structuredContent`` next to the text (a Python tool's value:
+    #: ``{"result": value}`` when the value is not an object). Some clients
+    #: (Gemini CLI 0.61) parse the first text block into it themselves when
+    #: it is absent, and refuse the call when that is not an object.
+    structured: dict[str, Any] | None = None
 
 
 ToolCallable = Callable[[dict[str, Any]], Awaitable[ToolResult]]

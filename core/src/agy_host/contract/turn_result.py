@@ -53,6 +53,9 @@ class TurnResult(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: The conversation the session was bound to, when the agent could not
     #: continue it and this turn started a new one (without ``--resume``).
     replaced_conversation_id: str | None = None
+    #: Tool calls the agent reported as failed, ``"title: error"`` each (a host
+    #: tool among them is also a ``host-tool-failed`` notice).
+    tool_errors: list[str] = msgspec.field(default_factory=list)
     #: The validated structured output, when the program asked for one
     #: (``output=`` in the Python API; never set by the CLI or over a wire).
     output: Any = None

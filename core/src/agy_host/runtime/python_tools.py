@@ -12,9 +12,10 @@ Sync functions run on the event loop (keep them quick, or make them
 runs is the caller's to say (``run``): the Python API runs each on the
 program's own loop, asyncio's under asyncio (:mod:`agy_host.api._callbacks`).
 The return value becomes the tool's text (``str`` as is, ``None`` empty,
-anything else JSON); a :class:`~agy_host.contract.tools.ToolResult` passes
-through; an exception becomes an error result with its message, so the
-agent can react.
+anything else JSON) and its structured content (the value when it is an
+object, else ``{"result": value}``: MCP clients take objects only); a
+:class:`~agy_host.contract.tools.ToolResult` passes through; an exception
+becomes an error result with its message, so the agent can react.
 """
 
 from __future__ import annotations
@@ -87,13 +88,15 @@ def _schema(struct: type[msgspec.Struct], descriptions: dict[str, str]) -> dict[
 
 
 def _as_result(value: object) -> ToolResult:
+    """The value as text, and as a JSON object for MCP's ``structuredContent``
+    (``{"result": value}`` unless it is one: clients refuse anything else)."""
     if isinstance(value, ToolResult):
         return value
-    if value is None:
-        return ToolResult(text="")
-    if isinstance(value, str):
-        return ToolResult(text=value)
-    return ToolResult(text=msgspec.json.encode(value).decode())
+    if value is None or isinstance(value, str):
+        return ToolResult(text=value or "", structured={"result": value})
+    encoded = msgspec.json.encode(value)
+    native = msgspec.json.decode(encoded)
+    return ToolResult(text=encoded.decode(), structured=native if isinstance(native, dict) else {"result": native})
 
 
 async def call_here(thunk: Callable[[], Any]) -> Any:

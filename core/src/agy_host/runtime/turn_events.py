@@ -47,6 +47,7 @@ from agy_host.contract.events import (
 from agy_host.engine.driver import TurnHandle
 from agy_host.runtime.budget import Budget
 from agy_host.runtime.store import SessionBinding
+from agy_host.service.tool_names import named_tool
 
 Emit = Callable[[HostEvent], None]
 
@@ -96,6 +97,10 @@ class TurnState:
         self.plan: list[PlanEntry] | None = None
         #: The agent's slash commands, when it advertised them this turn.
         self.commands: list[AgentCommand] | None = None
+        #: Host tools the agent called this turn (by the host's names).
+        self.host_calls: list[str] = []
+        #: Tool calls the agent reported as failed, ``title: error`` (``TurnResult.tool_errors``).
+        self.tool_errors: list[str] = []
 
 
 def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) -> None:
@@ -135,6 +140,8 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
                 error=activity.message,
                 title=activity.title,
             )
+            if not activity.denied:
+                _tool_failed(turn, activity, emit)
         case UsageActivity():
             turn.usage = merge_usage(turn.usage, activity.turn)
             if activity.cumulative is not None:  # a report of the turn alone keeps the running totals
@@ -254,6 +261,24 @@ def _tool_end(
     emit(card)
 
 
+#: How much of an agent's error text a tool failure keeps.
+TOOL_ERROR_CHARS = 500
+
+
+def _tool_failed(turn: TurnState, activity: ToolErrorActivity, emit: Emit) -> None:
+    """A failed tool call goes into the turn's result (``tool_errors``). When
+    it is a host tool the host answered, the agent's side refused the answer
+    (its MCP client, say): said at once, for the tool's author to see."""
+    card = turn.cards.get(activity.call_id)
+    title = activity.title or (card.card.title if card is not None else "") or activity.name
+    error = activity.message[:TOOL_ERROR_CHARS]
+    turn.tool_errors.append(f"{title}: {error}" if error else title)
+    host_tool = named_tool((title, activity.name), turn.host_calls)
+    if host_tool is not None:
+        message = f"the agent reports host tool {host_tool!r} as failed after agy-host answered it: {error}"
+        emit(Notice(level="warning", message=message, code="host-tool-failed"))
+
+
 def refused(activity: PermissionActivity) -> bool:
     """A permission request counts as refused when it was cancelled or the
     chosen option is a reject."""
@@ -292,7 +317,7 @@ def closed_error(turn: TurnState) -> str:
     return ""
 
 
-__all__ = ["Emit", "ToolCardState", "TurnState", "closed_error", "map_activity", "refused"]
+__all__ = ["TOOL_ERROR_CHARS", "Emit", "ToolCardState", "TurnState", "closed_error", "map_activity", "refused"]
 
 
 def merge_usage(old: UsageCounts | None, new: UsageCounts) -> UsageCounts:

@@ -418,6 +418,7 @@ class TurnLayer:
 
     def _park(self, turn: TurnState, activity: BridgeCallActivity) -> TurnResult:
         turn.parked = True
+        turn.host_calls.append(activity.name)
         event = ToolUseRequested(call_id=activity.call_id, name=activity.name, args=activity.args)
         turn.handle_request = event
         self.emit(event)
@@ -432,6 +433,7 @@ class TurnLayer:
             tool_use=event,
             permission_requests=turn.permission_requests,
             permissions_refused=turn.permissions_refused,
+            tool_errors=list(turn.tool_errors),
         )
 
     def _finish(self, turn: TurnState, outcome: OutcomeActivity) -> TurnResult:
@@ -496,6 +498,7 @@ class TurnLayer:
             permission_requests=turn.permission_requests,
             permissions_refused=turn.permissions_refused,
             replaced_conversation_id=replaced,
+            tool_errors=list(turn.tool_errors),
         )
 
     def _fail(self, turn: TurnState, message: str, kind: ErrorKind) -> TurnResult:

@@ -132,11 +132,35 @@ def _plain_meta(meta: object) -> bool:
     return type(token) is str or type(token) is int
 
 
+def structured_content(result: ToolResult) -> dict[str, Any] | None:
+    """The ``structuredContent`` sent with a result: the tool's own
+    (:attr:`ToolResult.structured`), else the text when it is JSON, as it is
+    when an object and as ``{"result": ...}`` when not; ``None`` for plain text.
+
+    A result without it is read by some clients as if its first text block
+    were one: the Gemini CLI (0.61) parses that text as JSON into
+    ``structuredContent``, and its MCP client then refuses the call unless
+    it is an object (``40 + 2`` answered ``42`` was an error). Sending an
+    object every time the text is JSON leaves nothing to guess."""
+    given: Any = result.structured
+    if type(given) is dict:
+        return given
+    text: Any = result.text
+    if type(text) is not str:
+        return None
+    try:
+        parsed = msgspec.json.decode(text)
+    except (ValueError, RecursionError):  # not JSON; or a lone surrogate (not UTF-8), nor JSON either
+        return None
+    return parsed if type(parsed) is dict else {"result": parsed}
+
+
 def plain_result(result: ToolResult) -> dict[str, Any] | None:
     """``CallToolResult`` as the SDK dumps it (images first, then the text:
-    the blocks of :func:`server.to_mcp`), when every field has its declared
-    type; ``None`` otherwise (a host tool's struct is not validated when it
-    is built, and the SDK's models would refuse or coerce it)."""
+    the blocks of :func:`server.to_mcp`; the :func:`structured_content`),
+    when every field has its declared type; ``None`` otherwise (a host
+    tool's struct is not validated when it is built, and the SDK's models
+    would refuse or coerce it)."""
     text: Any = result.text
     images: Any = result.images
     is_error: Any = result.is_error
@@ -150,7 +174,10 @@ def plain_result(result: ToolResult) -> dict[str, Any] | None:
             return None
         content.append({"type": "image", "data": image[0], "mimeType": image[1]})
     content.append({"type": "text", "text": text})
-    return {"content": content, "isError": is_error}
+    structured = structured_content(result)
+    if structured is None:
+        return {"content": content, "isError": is_error}
+    return {"content": content, "structuredContent": structured, "isError": is_error}
 
 
 class FastCalls:
@@ -206,4 +233,5 @@ __all__ = [
     "content_type_is_json",
     "match",
     "plain_result",
+    "structured_content",
 ]

@@ -36,7 +36,7 @@ from pydantic import ValidationError
 
 from agy_host.contract.tools import ToolResult
 from agy_host_bridge_mcp import __version__
-from agy_host_bridge_mcp.fast_path import CallTool, FastCalls
+from agy_host_bridge_mcp.fast_path import CallTool, FastCalls, structured_content
 from agy_host_bridge_mcp.gate import REQUEST, BridgeGate
 
 if TYPE_CHECKING:
@@ -65,10 +65,12 @@ class _ToLog(logging.Handler):
 
 
 def to_mcp(result: ToolResult) -> types.CallToolResult:
-    """Images first, then the text (the agent reads the text as the answer)."""
+    """Images first, then the text (the agent reads the text as the answer),
+    and the result as an object where there is one (:func:`structured_content`)."""
     content: list[types.ContentBlock] = [types.ImageContent(data=data, mime_type=mime) for data, mime in result.images]
     content.append(types.TextContent(text=result.text))
-    return types.CallToolResult(content=content, is_error=result.is_error)
+    structured = structured_content(result)
+    return types.CallToolResult(content=content, structured_content=structured, is_error=result.is_error)
 
 
 def logged_call(catalog: Catalog, service: BridgeService) -> CallTool:
