@@ -55,3 +55,50 @@ def test_fast_agent_calls_a_host_tool_through_the_bridge(
         if left:
             kill_all(launch.marker)
     assert not left, f"fast-agent processes left behind: {left}"
+
+
+def test_fast_agent_asks_the_bridges_question_past_a_policy_that_refuses_tools(
+    fast_agent: FastAgent, isolated_env: dict[str, str], workdir: Path, tmp_path: Path
+) -> None:
+    """fast-agent asks permission before every MCP tool (``agy-host-bridge/<tool>``).
+    A permissions callback that allows only reads, searches and edits refused
+    the bridge's question tool, and ``on_question`` was never called (issue 26
+    item 7): the question tool goes straight to the question broker."""
+    import trio
+
+    import agy_host
+
+    launch = fast_agent.launch(tmp_path)
+    env = {**isolated_env, "AGY_HOST_TTY": "none"}
+    asked: list[Any] = []
+    decided: list[Any] = []
+
+    def reads_only(request: Any) -> bool:
+        decided.append(request.title)
+        return request.tool_kind in ("read", "search", "edit")
+
+    def answer(question: Any) -> str:
+        asked.append(question)
+        return "blue"
+
+    async def main() -> Any:
+        prompt = '***CALL_TOOL agy-host-bridge__agy_host_ask_user {"question": "Red or blue?"}'
+        agent = shlex.join(launch.argv)
+        async with agy_host.open_session(
+            agent=agent, env=env, cwd=workdir, permissions=reads_only, on_question=answer
+        ) as s:
+            events = [e async for e in s.prompt(prompt)]
+            return s.result, events
+
+    try:
+        result, events = trio.run(main)
+    finally:
+        left = wait_gone(launch.marker)
+        if left:
+            kill_all(launch.marker)
+    ctx = f"{result}\nasked the policy about: {decided}"
+    assert decided == [] and [q.message for q in asked] == ["Red or blue?"], ctx
+    [answered] = [e for e in events if isinstance(e, agy_host.PermissionAnswered)]
+    assert (answered.title, answered.policy) == ("agy-host-bridge/agy_host_ask_user", "question"), ctx
+    assert "The user answered: blue" in result.response and result.exit_code == 0, ctx
+    assert not left, f"fast-agent processes left behind: {left}"

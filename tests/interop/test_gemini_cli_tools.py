@@ -1,12 +1,16 @@
-"""A Python program's tools on the real Gemini CLI (``gemini --acp``,
-0.61.0) with its model scripted, through the Python API as docs/python.md
-shows it (issue 26 item 5).
+"""A Python program's tools, and the bridge's question tool, on the real
+Gemini CLI (``gemini --acp``, 0.61.0) with its model scripted, through the
+Python API as docs/python.md shows it (issue 26 items 5, 6 and 7).
 
 Item 5: the Gemini CLI parses a result's first text block into
 ``structuredContent`` when none was sent, and its MCP client refuses a call
 whose structured content is not an object: ``add`` answering ``42`` failed
 while the run exited 0. Every kind of value a function returns must reach
 the model, and a tool error the agent reports must be in the result.
+Item 6: the Gemini CLI hides every tool named ``ask_user`` (its own built-in,
+left out in ACP mode); the bridge's question tool has a name of its own.
+Item 7: the Gemini CLI asks permission before each MCP tool; for the
+question tool the permission policy is not asked.
 
 The Gemini CLI starts MCP servers in a trusted folder only (in any other its
 model is never told about the bridge): the project is trusted here.
@@ -163,4 +167,36 @@ def test_every_kind_of_value_a_python_tool_returns_reaches_the_gemini_cli(gemini
     assert [n.message.split(":")[0] for n in notices] == [
         "the agent reports host tool 'broken' as failed after agy-host answered it"
     ], ctx
+    gemini.close(ctx)
+
+
+def test_the_question_tool_reaches_the_gemini_cli_and_skips_the_permission_policy(gemini: Gemini) -> None:
+    question = {"question": "Red or blue?", "choices": ["red", "blue"]}
+    gemini.serve([[{"call": {"name": PREFIX + "agy_host_ask_user", "args": question}}], [{"tool_result": True}]])
+    refused: list[Any] = []
+    asked: list[Any] = []
+
+    def refuse_all(request: Any) -> bool:
+        refused.append(request)
+        return False
+
+    def answer(q: Any) -> str:
+        asked.append(q)
+        return "blue"
+
+    result, events = gemini.turn("ask me", permissions=refuse_all, on_question=answer)
+    assert gemini.api is not None
+    offered = [
+        f["name"]
+        for t in gemini.api.requests()[0]["body"].get("tools", [])
+        for f in t.get("functionDeclarations", [])
+        if f["name"].startswith(PREFIX)
+    ]
+    ctx = f"result: {result}\nbridge tools the model was offered: {offered}\nrefused: {refused}"
+    assert PREFIX + "agy_host_ask_user" in offered, ctx
+    assert PREFIX + "ask_user" not in offered, f"the Gemini CLI hides the old name (its built-in's)\n{ctx}"
+    assert refused == [] and [q.message for q in asked] == ["Red or blue?"], ctx
+    [answered] = [e for e in events if isinstance(e, agy_host.PermissionAnswered)]
+    assert answered.policy == "question" and answered.title == "agy_host_ask_user (agy-host-bridge MCP Server)", ctx
+    assert "The user chose: blue" in result.response and result.exit_code == 0, ctx
     gemini.close(ctx)

@@ -22,7 +22,7 @@ async def test_a_free_answer(tty: Pty) -> None:
     tty.type("blue, please\n")
     result = await ask_user.ask_user({"question": "Which colour?"}, {"AGY_HOST_TTY": tty.path})
     assert (result.text, result.is_error) == ("The user answered: blue, please", False)
-    assert "asks (tool ask_user):" in tty.screen()
+    assert "asks (tool agy_host_ask_user):" in tty.screen()
 
 
 async def test_a_choice_by_number_after_a_bad_answer(tty: Pty) -> None:
@@ -60,15 +60,16 @@ async def test_a_question_is_required() -> None:
 
 async def test_ask_user_round_trips_through_the_bridge(tmp_path: Path, tty: Pty) -> None:
     tty.type("ship it\n")
-    tools = [ask_user.tool({"AGY_HOST_TTY": tty.path})]
+    tools = ask_user.tools({"AGY_HOST_TTY": tty.path})
     async with running_bridge(tmp_path, tools) as bridge, mcp_client(bridge) as client:
         listed = await client.list_tools()
-        schema = next(t for t in listed.tools if t.name == "ask_user").input_schema
-        result = await client.call_tool("ask_user", {"question": "Ready to merge?"})
+        schema = next(t for t in listed.tools if t.name == "agy_host_ask_user").input_schema
+        result = await client.call_tool("agy_host_ask_user", {"question": "Ready to merge?"})
+    assert [t.name for t in listed.tools] == ["agy_host_ask_user", "ask_user", "bridge_poll_result"]
     assert schema["required"] == ["question"]
     assert result.content[0].text == "The user answered: ship it"
     [call] = bridge.turns.calls
-    assert (call.name, call.args) == ("ask_user", {"question": "Ready to merge?"})
+    assert (call.name, call.args) == ("agy_host_ask_user", {"question": "Ready to merge?"})
     assert "Ready to merge?" in tty.screen()
 
 

@@ -44,6 +44,11 @@ class HostTool(msgspec.Struct, kw_only=True):
     #: JSON schema of the arguments object.
     input_schema: dict[str, Any]
     call: ToolCallable
+    #: The tool only asks the user a question, through the host's question
+    #: broker (the bridge's question tool): an agent's permission request to
+    #: call it is allowed without the permission policy, which judges what
+    #: tools do, not questions (:mod:`agy_host.service.tool_names`).
+    asks_user: bool = False
 
 
 __all__ = ["HostTool", "ToolCallable", "ToolResult"]

@@ -368,8 +368,14 @@ class Host:
     async def decide_permission(self, request: PermissionRequest) -> PermissionDecision:
         """Answer one permission request through the broker (an "always"
         remembered for the session, else the policy); never raises (except
-        trio's own cancellation of the caller), never waits past the bound."""
-        return await self.broker.decide(request)
+        trio's own cancellation of the caller), never waits past the bound.
+        A request to call a host tool that only asks the user (the bridge's
+        question tool) is allowed without the policy: the question goes to
+        the question broker when the tool runs."""
+        from agy_host.service.tool_names import question_tool_decision
+
+        asking = question_tool_decision(request, self.plugins.tools())
+        return asking if asking is not None else await self.broker.decide(request)
 
     # -- services ------------------------------------------------------------------------
 

@@ -5,8 +5,14 @@ and that is the only name the host sees in the agent's permission requests
 and tool cards: the Gemini CLI says ``mcp_agy-host-bridge_add`` or ``add
 (agy-host-bridge MCP Server)``, fast-agent ``agy-host-bridge/add``, Claude
 Code ``mcp__agy-host-bridge__add``. :func:`names_tool` reads them all, so the
-host can tell a host tool the agent reports as failed after the host
-answered it (the agent's MCP client refused the result): the turn says so.
+host can tell
+
+* a permission request for the bridge's question tool, which is a question
+  for the user and not a tool permission: it is allowed without the
+  permission policy, and the question goes to the question broker
+  (:func:`question_tool_decision`);
+* a host tool the agent reports as failed after the host answered it (the
+  agent's MCP client refused the result): the turn says so.
 
 A name matches when it is the whole text, or when the text carries agy-host's
 mark (its bridge is ``agy-host-bridge``) and the name stands in it on its own
@@ -18,8 +24,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from agy_host.contract.permissions import PermissionDecision, PermissionRequest, choose_allow
+from agy_host.contract.tools import HostTool
+
 #: agy-host's own MCP servers carry it (``agy-host-bridge``, ``agy-host-bridge-<pid>``).
 AGY_HOST_MARK = re.compile(r"agy[-_]host", re.IGNORECASE)
+#: The policy name a question tool's permission request is answered under.
+QUESTION_POLICY = "question"
 
 
 def names_tool(text: str, name: str) -> bool:
@@ -44,4 +55,22 @@ def named_tool(texts: Iterable[str], names: Iterable[str]) -> str | None:
     return None
 
 
-__all__ = ["AGY_HOST_MARK", "named_tool", "names_tool"]
+def question_tool_decision(request: PermissionRequest, tools: Iterable[HostTool]) -> PermissionDecision | None:
+    """An agent asks permission to call a host tool that only asks the user
+    (:attr:`HostTool.asks_user`: the bridge's question tool): allowed once,
+    without the policy, since the question itself goes to the question
+    broker (answer rules, ``on_question``, the terminal). ``None`` for any
+    other request, and when the agent offers no way to allow."""
+    asking = [t.name for t in tools if t.asks_user]
+    name = named_tool((request.title, request.tool_name), asking) if asking else None
+    option = choose_allow(request.options) if name is not None else None
+    if option is None:
+        return None
+    return PermissionDecision(
+        option_id=option.option_id,
+        policy=QUESTION_POLICY,
+        reason=f"{name} asks the user a question (answered by the question broker), not for a tool permission",
+    )
+
+
+__all__ = ["AGY_HOST_MARK", "QUESTION_POLICY", "named_tool", "names_tool", "question_tool_decision"]

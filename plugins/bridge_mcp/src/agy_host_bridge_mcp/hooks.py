@@ -6,8 +6,9 @@
 * ``agy_host_mcp_servers``: the running bridge, for the engine to hand the
   agent (ACP ``mcpServers`` on ``session/new`` and ``session/load``, with the
   token as a header).
-* ``agy_host_register_tools``: ``ask_user`` (through the host's broker, given
-  by ``agy_host_configure``: one plugin object per host, :func:`make_plugin`).
+* ``agy_host_register_tools``: ``agy_host_ask_user`` and its old name
+  ``ask_user`` (through the host's broker, given by ``agy_host_configure``:
+  one plugin object per host, :func:`make_plugin`).
 * ``agy_host_diagnostics``: the bridge's settings, skills and CLI registration.
 """
 
@@ -47,7 +48,7 @@ def mcp_servers() -> list[McpServerSpec] | None:
 
 class BridgePlugin:
     """The plugin's hooks for one host (one per plugin manager, :func:`make_plugin`):
-    ``ask_user`` asks through the broker of the host that configured it."""
+    the question tool asks through the broker of the host that configured it."""
 
     def __init__(self) -> None:
         self.ask: QuestionAsker | None = None
@@ -70,7 +71,8 @@ class BridgePlugin:
     def agy_host_register_tools(self, register: Callable[[HostTool], None]) -> None:
         from agy_host_bridge_mcp import ask_user
 
-        register(ask_user.tool(self.env, self.ask))
+        for tool in ask_user.tools(self.env, self.ask):
+            register(tool)
 
     @hookimpl
     def agy_host_diagnostics(self, report: DiagnosticReport) -> None:
