@@ -1,10 +1,11 @@
 """Discovery: pluggy plugins from the ``agy_host`` entry point group (allow and
 block lists, load errors reported, never a crash), engines selected by name
-through stevedore (an unselected engine is never imported), and the Host's
-engine precedence."""
+from their entry points (an unselected engine is never imported), and the
+Host's engine precedence."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -276,6 +277,40 @@ def test_engine_that_fails_to_import_is_a_clear_error(site: Path) -> None:
     _engine_dists(site)
     with pytest.raises(EngineError, match=r"engt_broken.*failed to import"):
         load_engine_class("engt_broken")
+
+
+def test_two_distributions_claiming_one_engine_name_is_a_clear_error(site: Path) -> None:
+    for n in ("one", "two"):
+        make_dist(site, f"engt-twin-{n}", entry_points={"agy_host.engines": {"engt_twin": f"engt_twin_{n}:E"}})
+    with pytest.raises(EngineError, match=r"several distributions claim it \(engt-twin-one, engt-twin-two\)"):
+        load_engine_class("engt_twin")
+    assert not any(name.startswith("engt_twin_") for name in sys.modules)
+
+
+def test_loading_an_engine_imports_neither_stevedore_nor_importlib_metadata() -> None:
+    # Both were about 20 ms of every turn's start (docs/performance.md, "Cold path").
+    code = (
+        "import sys; from agy_host.engine.base import installed_engines, load_engine_class;"
+        "names = [e.name for e in installed_engines()]; [load_engine_class(n) for n in names];"
+        "print(bool(names), sorted(m for m in ('stevedore', 'importlib.metadata') if m in sys.modules))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split("\n")[-2] == "True []", proc.stderr
+
+
+def test_loading_an_engine_does_not_look_for_libpthread_with_ldconfig() -> None:
+    # ctypes.util.find_library runs `/sbin/ldconfig -p` (a fork, ~10 ms); trio
+    # asks it for libpthread at import, to name its worker threads.
+    code = (
+        "import ctypes.util, sys; asked = []; real = ctypes.util.find_library;"
+        "ctypes.util.find_library = lambda name: asked.append(name) or real(name);"
+        "from agy_host.engine.base import installed_engines, load_engine_class;"
+        "[load_engine_class(e.name) for e in installed_engines()];"
+        "from trio._core import _thread_cache;"
+        "print('trio' in sys.modules, asked, _thread_cache.set_os_thread_name is not None)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split("\n")[-2] == "True [] True", proc.stderr
 
 
 def _host(env: dict[str, str], *, engine: str | None = None, plugins: list[object] | None = None) -> Host:

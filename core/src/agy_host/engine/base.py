@@ -1,9 +1,9 @@
 """Engines: the base class every engine plugin subclasses, and selection by name.
 
 An engine is found through the entry point group ``agy_host.engines`` (the
-entry point name is the engine name) and loaded with stevedore's
-``DriverManager``, so an engine that is not selected is never imported: a
-user who installed only the stream-json engine pays nothing for ACP, and a
+entry point name is the engine name) and :func:`load_engine_class` imports
+only the selected one, so an engine that is not selected is never imported:
+a user who installed only the stream-json engine pays nothing for ACP, and a
 broken engine cannot break the others. Engines may also be registered
 in-process through the ``agy_host_register_engines`` hook (tests, one-off
 plugins); entry points win on a name clash.
@@ -14,6 +14,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import os
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -293,35 +294,28 @@ def installed_engines() -> list[EngineEntry]:
 def load_engine_class(name: str, extra: Mapping[str, EngineFactory] | None = None) -> EngineFactory:
     """Import exactly the engine called ``name``.
 
-    Entry points are looked up first (stevedore ``DriverManager``, which raises
-    when several distributions claim one name); then in-process registrations.
-    An unknown name is an :class:`EngineError` listing what is installed.
+    Entry points are looked up first (several distributions claiming one
+    name is an error naming them); then in-process registrations. An unknown
+    name is an :class:`EngineError` listing what is installed. The entry
+    point is loaded directly, not through stevedore: stevedore's import
+    brings :mod:`importlib.metadata` back into every command and keeps a
+    list of entry points of its own, on disk and per process
+    (docs/performance.md, "Cold path").
     """
-    names = [e.name for e in installed_engines()]
-    if name in names:
-        from stevedore import driver  # deferred: only when an engine is actually loaded
-
-        # stevedore keeps each namespace's entry points in a class-level cache
-        # for the life of the process; core's own scan (above) follows
-        # ``sys.path``, so a process that loads engines twice (``ask --mode
-        # plan`` then a turn, a program, a test adding a site directory) must
-        # not be answered from a stale list.
-        driver.DriverManager.ENTRY_POINT_CACHE.pop(ENGINE_GROUP, None)
+    claims = [ep for ep in entry_points.group(ENGINE_GROUP) if ep.name == name]
+    if len(claims) > 1:
+        dists = ", ".join(sorted(_distribution(ep) or ep.value for ep in claims))
+        raise EngineError(f"engine {name!r} could not be loaded: several distributions claim it ({dists})")
+    if claims:
+        _import_trio()
         try:
-            mgr = driver.DriverManager(
-                namespace=ENGINE_GROUP,
-                name=name,
-                invoke_on_load=False,
-                on_load_failure_callback=_reraise,
-            )
-        except EngineError:
-            raise
-        except Exception as exc:  # stevedore raises several types for clashes
-            raise EngineError(f"engine {name!r} could not be loaded: {exc}") from exc
-        factory: EngineFactory = mgr.driver
+            factory: EngineFactory = claims[0].load()
+        except Exception as exc:
+            raise EngineError(f"engine {name!r} failed to import: {type(exc).__name__}: {exc}") from exc
         return factory
     if extra and name in extra:
         return extra[name]
+    names = [e.name for e in installed_engines()]
     available = sorted(set(names) | set(extra or {}))
     listing = ", ".join(available) if available else "none"
     hint = (
@@ -330,8 +324,41 @@ def load_engine_class(name: str, extra: Mapping[str, EngineFactory] | None = Non
     raise EngineError(f"unknown engine {name!r}; installed engines: {listing}.{hint}")
 
 
-def _reraise(_manager: Any, entrypoint: Any, exc: BaseException) -> None:
-    raise EngineError(f"engine {entrypoint.name!r} failed to import: {type(exc).__name__}: {exc}") from exc
+def _import_trio() -> None:
+    """Import trio (every engine does) without its fork of ``/sbin/ldconfig -p``.
+
+    At import, trio looks up ``pthread_setname_np`` to name its worker
+    threads, through :func:`ctypes.util.find_library`, which on Linux runs
+    ``ldconfig -p`` and reads its output: about 10 ms and a fork of the
+    whole process on every command's way to its agent. On glibc the answer
+    is always ``libpthread.so.0``, so that is what trio is told while it
+    imports (thread names as before); elsewhere the lookup runs as it did.
+    """
+    if "trio" in sys.modules or not sys.platform.startswith("linux"):
+        return
+    try:
+        glibc = bool(os.confstr("CS_GNU_LIBC_VERSION"))
+    except (ValueError, OSError):
+        glibc = False
+    if not glibc:
+        return
+    import ctypes.util
+
+    real = ctypes.util.find_library
+
+    def find_library(name: str) -> str | None:
+        return "libpthread.so.0" if name == "pthread" else real(name)
+
+    ctypes.util.find_library = find_library
+    try:
+        import trio  # noqa: F401 - imported here for the lookup above
+    finally:
+        ctypes.util.find_library = real
+
+
+def _distribution(ep: entry_points.EntryPoint) -> str:
+    dist = ep.dist
+    return str(dist.name) if dist is not None else ""
 
 
 __all__ = [
