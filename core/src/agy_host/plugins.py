@@ -2,7 +2,11 @@
 
 Load order: entry points of the ``agy_host`` group (filtered by
 ``AGY_HOST_LOAD_PLUGINS`` / ``AGY_HOST_DISABLE_PLUGINS``), then the built-ins,
-then in-process plugins and the selected engine's ``hooks`` object. A plugin
+then in-process plugins and the selected engine's ``hooks`` object. The
+built-ins are imported at the first use that can reach them (:attr:`Plugins.pm`,
+any hook but the command registration, :attr:`Plugins.errors`): none of them
+registers a command, and ``agy-host --help`` should not pay for the renderers
+and policies it never calls. A plugin
 that fails to import or whose hooks do not match a spec is recorded in
 :attr:`Plugins.errors` and skipped: ``agy-host plugins`` and ``doctor`` show it;
 nothing crashes.
@@ -23,7 +27,6 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 import pluggy
 
 from agy_host import entry_points, hookspecs
@@ -39,6 +42,7 @@ if TYPE_CHECKING:
     from agy_host.contract.run_context import RunContext, TurnContext
     from agy_host.contract.tools import HostTool
     from agy_host.engine.base import EngineFactory, McpServerSpec
+    from agy_host.plugin_records import PluginError, PluginInfo
     from agy_host.service.base import Service
 
 PLUGIN_GROUP = "agy_host"
@@ -59,20 +63,6 @@ BUILTIN_PLUGINS = (
 
 #: Called with (plugin name, exception) when an implementation raises.
 ErrorCallback = Callable[[str, BaseException], None]
-
-
-class PluginError(msgspec.Struct, kw_only=True):
-    name: str
-    distribution: str = ""
-    error: str
-
-
-class PluginInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    name: str
-    distribution: str = ""
-    version: str = ""
-    hooks: list[str] = msgspec.field(default_factory=list)
-    builtin: bool = False
 
 
 def _split(value: str | None) -> set[str] | None:
@@ -100,27 +90,43 @@ class Plugins:
 
     def __init__(self, env: Mapping[str, str] | None = None, *, load_entry_points: bool = True) -> None:
         self.env = os.environ if env is None else env
-        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
-        self.pm.add_hookspecs(hookspecs)
-        self.errors: list[PluginError] = []
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._errors: list[PluginError] = []
         #: Entry point names skipped by ``AGY_HOST_LOAD_PLUGINS`` / ``AGY_HOST_DISABLE_PLUGINS``.
         self.disabled: list[str] = []
         self._dists: dict[str, tuple[str, str]] = {}
         self._tracing = self.env.get("AGY_HOST_TRACE_HOOKS", "") not in {"", "0"}
         self._run: RunContext | None = None
+        self._builtins = False
         if load_entry_points:
             self._load_entry_points()
-        for modname in BUILTIN_PLUGINS:
-            self._register_module(modname, builtin=True)
         if self._tracing:
             self._trace()
 
     # -- loading -----------------------------------------------------------------
 
-    def _record(self, error: PluginError) -> None:
+    @property
+    def pm(self) -> pluggy.PluginManager:
+        """The pluggy manager, with the built-ins registered."""
+        if not self._builtins:
+            self._builtins = True
+            for modname in BUILTIN_PLUGINS:
+                self._register_module(modname, builtin=True)
+        return self._pm
+
+    @property
+    def errors(self) -> list[PluginError]:
+        """Every plugin problem met so far (load errors, failed hooks)."""
+        self.pm  # noqa: B018 - a built-in that fails to import is one of them
+        return self._errors
+
+    def _record(self, *, name: str, error: str, distribution: str = "") -> None:
         """Keep each distinct problem once (hooks are called many times)."""
-        if not any(e.name == error.name and e.error == error.error for e in self.errors):
-            self.errors.append(error)
+        from agy_host.plugin_records import PluginError
+
+        if not any(e.name == name and e.error == error for e in self._errors):
+            self._errors.append(PluginError(name=name, distribution=distribution, error=error))
 
     def _load_entry_points(self) -> None:
         allow = _split(self.env.get("AGY_HOST_LOAD_PLUGINS"))
@@ -132,17 +138,17 @@ class Plugins:
                 self.disabled.append(ep.name)
                 continue
             if ep.name in block or dname in block:
-                self.pm.set_blocked(ep.name)
+                self._pm.set_blocked(ep.name)
                 self.disabled.append(ep.name)
                 continue
-            if self.pm.get_plugin(ep.name) is not None or self.pm.is_blocked(ep.name):
-                self._record(PluginError(name=ep.name, distribution=dname, error="duplicate plugin name; skipped"))
+            if self._pm.get_plugin(ep.name) is not None or self._pm.is_blocked(ep.name):
+                self._record(name=ep.name, distribution=dname, error="duplicate plugin name; skipped")
                 continue
             try:
                 plugin = _instance(ep.load())
-                self.pm.register(plugin, name=ep.name)
+                self._pm.register(plugin, name=ep.name)
             except Exception as exc:  # a broken plugin must not break the host
-                self._record(PluginError(name=ep.name, distribution=dname, error=_describe(exc)))
+                self._record(name=ep.name, distribution=dname, error=_describe(exc))
                 continue
             if dist is not None:
                 self._dists[ep.name] = (dist.name, dist.version)
@@ -151,9 +157,9 @@ class Plugins:
         import importlib
 
         try:
-            self.pm.register(_instance(importlib.import_module(modname)), name=modname)
+            self._pm.register(_instance(importlib.import_module(modname)), name=modname)
         except Exception as exc:
-            self._record(PluginError(name=modname, error=_describe(exc)))
+            self._record(name=modname, error=_describe(exc))
             return
         if builtin:
             self._dists[modname] = ("agy-host", _core_version())
@@ -164,7 +170,7 @@ class Plugins:
         try:
             self.pm.register(plugin, name=name)
         except Exception as exc:
-            self._record(PluginError(name=name or repr(plugin), error=_describe(exc)))
+            self._record(name=name or repr(plugin), error=_describe(exc))
             return
         if self._run is not None:
             for impl in self.pm.hook.agy_host_configure.get_hookimpls():
@@ -172,7 +178,7 @@ class Plugins:
                     try:
                         impl.function(**{n: self._run for n in impl.argnames if n == "run"})
                     except Exception as exc:
-                        self._record(PluginError(name=impl.plugin_name, error=f"agy_host_configure: {_describe(exc)}"))
+                        self._record(name=impl.plugin_name, error=f"agy_host_configure: {_describe(exc)}")
 
     def check(self) -> None:
         """Record every implementation that matches no spec (a typo) as an
@@ -183,11 +189,9 @@ class Plugins:
             for impl in caller.get_hookimpls():
                 if not impl.optionalhook:
                     self._record(
-                        PluginError(
-                            name=impl.plugin_name,
-                            distribution=self._dists.get(impl.plugin_name, ("", ""))[0],
-                            error=f"unknown hook {hook_name!r} (no such hook specification; a typo?)",
-                        )
+                        name=impl.plugin_name,
+                        distribution=self._dists.get(impl.plugin_name, ("", ""))[0],
+                        error=f"unknown hook {hook_name!r} (no such hook specification; a typo?)",
                     )
 
     def _trace(self) -> None:
@@ -199,7 +203,7 @@ class Plugins:
             if outcome.exception is not None:
                 print(f"[hook] {hook_name} raised {outcome.exception!r}", file=sys.stderr)
 
-        self.pm.add_hookcall_monitoring(before, after)
+        self._pm.add_hookcall_monitoring(before, after)
 
     # -- calling -----------------------------------------------------------------
 
@@ -211,6 +215,7 @@ class Plugins:
         skip: set[str] | None = None,
         on_error: ErrorCallback | None = None,
         registry: bool = False,
+        builtins: bool = True,
     ) -> list[Any]:
         """Call every implementation of ``hook_name``, isolating failures.
 
@@ -219,9 +224,10 @@ class Plugins:
         its plugin name is added there and skipped on later calls.
         ``registry=True`` calls built-ins first and the rest in registration
         order, so that in ``register(...)``-style hooks a plugin's registration
-        replaces a built-in one of the same name.
+        replaces a built-in one of the same name. ``builtins=False`` calls
+        only what is registered without importing the built-ins.
         """
-        caller: pluggy.HookCaller = getattr(self.pm.hook, hook_name)
+        caller: pluggy.HookCaller = getattr((self.pm if builtins else self._pm).hook, hook_name)
         impls = caller.get_hookimpls()
         if any(impl.hookwrapper or impl.wrapper for impl in impls):
             return self._call_plain(caller, hook_name, kwargs, on_error)
@@ -239,7 +245,7 @@ class Plugins:
             try:
                 result = impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
             except Exception as exc:
-                self._record(PluginError(name=impl.plugin_name, error=f"{hook_name}: {_describe(exc)}"))
+                self._record(name=impl.plugin_name, error=f"{hook_name}: {_describe(exc)}")
                 if self._tracing:
                     print(f"[hook] {hook_name} in {impl.plugin_name} raised {exc!r}", file=sys.stderr)
                 if skip is not None:
@@ -257,7 +263,7 @@ class Plugins:
         try:
             return list(caller(**kwargs))
         except Exception as exc:
-            self._record(PluginError(name=hook_name, error=_describe(exc)))
+            self._record(name=hook_name, error=_describe(exc))
             if on_error is not None:
                 on_error(hook_name, exc)
             return []
@@ -265,6 +271,8 @@ class Plugins:
     # -- introspection -------------------------------------------------------------
 
     def info(self) -> list[PluginInfo]:
+        from agy_host.plugin_records import PluginInfo
+
         out: list[PluginInfo] = []
         for name, plugin in self.pm.list_name_plugin():
             if plugin is None:
@@ -311,7 +319,7 @@ class Plugins:
 
         def register(tool: HostTool) -> None:
             if tool.name in names:
-                self._record(PluginError(name=tool.name, error="duplicate host tool name; the first one is kept"))
+                self._record(name=tool.name, error="duplicate host tool name; the first one is kept")
                 return
             names.add(tool.name)
             found.append(tool)
@@ -320,7 +328,9 @@ class Plugins:
         return found
 
     def register_commands(self, app: typer.Typer) -> None:
-        self.call_each("agy_host_register_commands", {"app": app})
+        """``agy_host_register_commands``; no built-in implements it
+        (``core/tests/test_cli_startup.py`` checks), so they are not imported for it."""
+        self.call_each("agy_host_register_commands", {"app": app}, builtins=False)
 
     def services(self, config: Any) -> list[Service]:
         out: list[Service] = []
@@ -372,7 +382,7 @@ class Plugins:
             try:
                 result = impl.function(**{name: kwargs[name] for name in impl.argnames if name in kwargs})
             except Exception as exc:
-                self._record(PluginError(name=impl.plugin_name, error=f"agy_host_render_diff: {_describe(exc)}"))
+                self._record(name=impl.plugin_name, error=f"agy_host_render_diff: {_describe(exc)}")
                 continue
             if isinstance(result, str):
                 return result
@@ -385,4 +395,4 @@ def _core_version() -> str:
     return __version__
 
 
-__all__ = ["BUILTIN_PLUGINS", "PLUGIN_GROUP", "ErrorCallback", "PluginError", "PluginInfo", "Plugins"]
+__all__ = ["BUILTIN_PLUGINS", "PLUGIN_GROUP", "ErrorCallback", "Plugins"]

@@ -1,25 +1,30 @@
 """The typer application: core commands plus whatever plugins register.
 
-Command modules import their heavy dependencies (trio, the host, engines)
-inside the command functions, so ``agy-host --help`` and plugin command
-registration stay cheap. Plugins add commands through the
-``agy_host_register_commands`` hook; a plugin that fails there is reported by
-``agy-host plugins`` and ``doctor`` and the rest of the CLI still works.
+A command line pays only for the command it runs (docs/ARCHITECTURE.md,
+"Start-up"): :func:`app_for` imports and registers that command's module
+alone and lets typer build nothing else; the root help is built from
+stand-ins (:mod:`agy_host.cli.listing`). Command modules import their heavy
+dependencies (trio, the host, engines) inside the command functions.
+Plugins add commands through the ``agy_host_register_commands`` hook; a
+plugin that fails there is reported by ``agy-host plugins`` and ``doctor``
+and the rest of the CLI still works.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
+from agy_host.cli import listing
 from agy_host.cli.exit_codes import ExitCode, epilog
 from agy_host.cli.state import CliState
 
-if TYPE_CHECKING:
-    pass
+#: Root options that run no command: with only these (or nothing), the help is all that can be shown.
+ROOT_FLAGS = frozenset({"-h", "--help", "-V", "--version"})
 
 HELP = """Drive coding agents (Google Antigravity first) from the terminal.
 
@@ -43,10 +48,17 @@ def _version(value: bool) -> None:
         raise typer.Exit(ExitCode.OK)
 
 
-def build_app(state: CliState) -> typer.Typer:
-    """The root app with the core commands registered."""
-    from agy_host.cli import ask_cmd, chat_cmd, config_cmd, doctor_cmd, info_cmds, run_cmd, sessions_cmd
+def build_app(state: CliState, only: str | None = None) -> typer.Typer:
+    """The root app with the core commands registered: all of them, or with
+    ``only``, just the module that registers that command (none when it is
+    not a core command)."""
+    app = _root()
+    for module in listing.modules(only):
+        importlib.import_module(f"agy_host.cli.{module}").register(app, state)
+    return app
 
+
+def _root() -> typer.Typer:
     app = typer.Typer(
         name="agy-host",
         help=HELP,
@@ -67,22 +79,34 @@ def build_app(state: CliState) -> typer.Typer:
     ) -> None:
         """Drive coding agents from the terminal."""
 
-    run_cmd.register(app, state)
-    chat_cmd.register(app, state)
-    ask_cmd.register(app, state)
-    sessions_cmd.register(app, state)
-    doctor_cmd.register(app, state)
-    info_cmds.register(app, state)
-    config_cmd.register(app, state)
     return app
 
 
 def run_app(args: list[str], *, extra_plugins: Sequence[object] = (), env: Mapping[str, str] | None = None) -> int:
-    """Build the app, let plugins add commands, run it; return the exit code."""
+    """Build the app for ``args``, let plugins add commands, run it; return the exit code."""
     state = CliState(extra_plugins=extra_plugins, env=env)
-    app = build_app(state)
+    return _run(app_for(args, state), args, state)
+
+
+def app_for(args: list[str], state: CliState) -> typer.Typer:
+    """The app ``args`` need: the command they name alone; the root help's
+    stand-ins when they name none (no arguments, ``--help``, a word that is
+    no command); the whole app for anything else (a root option typer will
+    refuse)."""
+    word = args[0] if args and not args[0].startswith("-") else None
+    if word is not None:
+        app = build_app(state, word)
+        state.plugins.register_commands(app)
+        if listing.keep_only(app, word):
+            return app
+    elif not all(arg in ROOT_FLAGS for arg in args):
+        app = build_app(state)
+        state.plugins.register_commands(app)
+        return app
+    app = _root()
+    listing.add_core(app)
     state.plugins.register_commands(app)
-    return _run(app, args, state)
+    return listing.listing(app)
 
 
 def _run(app: typer.Typer, args: list[str], state: CliState) -> int:
@@ -123,4 +147,4 @@ def _code(code: object) -> int:
     return ExitCode.ERROR
 
 
-__all__ = ["HELP", "CliState", "build_app", "run_app"]
+__all__ = ["HELP", "ROOT_FLAGS", "CliState", "app_for", "build_app", "run_app"]

@@ -39,7 +39,7 @@ def main(
 
         print(f"agy-host {__version__}")
         return 0
-    if argv is None and env is None and not extra_plugins and args[:1] == ["run"]:
+    if argv is None and env is None and not extra_plugins and args[:1] == ["run"] and _names_a_session(args[1:]):
         try:
             from agy_host.keeper import thin
 
@@ -52,6 +52,13 @@ def main(
     from agy_host.cli.app import run_app
 
     return run_app(args, extra_plugins=extra_plugins, env=env)
+
+
+def _names_a_session(args: list[str]) -> bool:
+    """Whether ``run``'s arguments may name a session: the thin client takes
+    only ``run --session NAME`` (``-s NAME``, ``--session=NAME``), and an
+    unnamed run should not import it to learn that."""
+    return any(a in ("--session", "-s") or a.startswith("--session=") for a in args)
 
 
 if __name__ == "__main__":  # pragma: no cover - ``python -m agy_host.cli.main``

@@ -7,6 +7,9 @@ diffs (``turn.diffs_wanted``), in a worker thread: the hook returns at once.
 ``agy_host_render_event`` notes each edit card's file the first time it
 appears, for files no snapshot covered. ``agy_host_render_diff`` answers
 the renderers.
+
+Imported by every ``agy-host`` command, ``--help`` included: the event
+types (msgspec) are imported by the hook that looks at events.
 """
 
 from __future__ import annotations
@@ -18,12 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agy_host import hookimpl
-from agy_host.contract.events import HostEvent, ToolCard, TurnEnded
 from agy_host_diff_render.baseline import Baseline, read_text
 from agy_host_diff_render.unified import unified_diff, whole_texts
 
 if TYPE_CHECKING:
     from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.events import HostEvent, ToolCard
     from agy_host.contract.run_context import TurnContext
 
 _PATH_KEY = re.compile(r"file|path", re.IGNORECASE)
@@ -128,6 +131,8 @@ class DiffPlugin:
 
     @hookimpl
     def agy_host_render_event(self, event: HostEvent) -> None:
+        from agy_host.contract.events import ToolCard, TurnEnded
+
         if isinstance(event, ToolCard) and event.status == "started":
             self.renderer.first_sight(event)
         elif isinstance(event, TurnEnded):

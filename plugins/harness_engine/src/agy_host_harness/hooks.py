@@ -1,6 +1,9 @@
 """The harness plugin's hooks: ``agy-host harness install|status`` (always
 registered, so a user can install the binary before the engine is selected)
-and, once the engine is selected, its config rows in doctor."""
+and, once the engine is selected, its config rows in doctor.
+
+Imported by every ``agy-host`` command, ``--help`` included: msgspec and the
+settings (the config module) are imported where they are used."""
 
 from __future__ import annotations
 
@@ -8,10 +11,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import msgspec
-
 from agy_host import hookimpl
-from agy_host_harness.settings import SECTION
 
 if TYPE_CHECKING:
     import typer
@@ -68,11 +68,13 @@ def agy_host_register_commands(app: typer.Typer) -> None:
         as_json: bool = _typer.Option(False, "--json", help="Print one JSON object."),
     ) -> None:
         """Which harness binary the engine runs, from where, which version."""
+        import msgspec
+
         from agy_host import config as config_mod
         from agy_host_harness import pin
         from agy_host_harness.binary import ENV_VAR, INSTALL_HINT, data_dir, resolve
         from agy_host_harness.install import read_receipt
-        from agy_host_harness.settings import narrow
+        from agy_host_harness.settings import SECTION, narrow
 
         warnings: list[str] = []
         cfg = config_mod.load(os.environ, warnings.append)
@@ -117,6 +119,10 @@ class HarnessEngineHooks:
 
     @hookimpl
     def agy_host_diagnostics(self, report: DiagnosticReport) -> None:
+        import msgspec
+
+        from agy_host_harness.settings import SECTION
+
         sec = report.section(f"[{SECTION}] config")
         for key, value in msgspec.structs.asdict(self.engine.settings).items():
             shown = ", ".join(sorted(value)) if key == "env" else value  # the names, never the values

@@ -1,8 +1,9 @@
 """The plugin's hooks (entry point ``usage_ledger`` in the ``agy_host`` group).
 
 This module is imported on every ``agy-host`` start, ``--help`` included, so
-it imports only what the hooks need to be *defined*; typer and trio are
-imported inside the functions that use them.
+it imports only what the hooks need to be *defined*; typer, trio, the event
+types and the ledger (both msgspec) are imported inside the functions that
+use them.
 """
 
 from __future__ import annotations
@@ -11,16 +12,6 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from agy_host import hookimpl
-from agy_host.contract.events import (
-    HostEvent,
-    ToolCard,
-    ToolUseRequested,
-    TurnEnded,
-    TurnStarted,
-    UsageCounts,
-    UsageReport,
-)
-from agy_host_usage_ledger import ledger
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -28,6 +19,7 @@ if TYPE_CHECKING:
     import typer
 
     from agy_host.contract.diagnostics import DiagnosticReport
+    from agy_host.contract.events import HostEvent, TurnEnded, TurnStarted, UsageCounts
     from agy_host.contract.tools import HostTool, ToolResult
 
 
@@ -58,22 +50,27 @@ class LedgerObserver:
         self._turn: _Turn | None = None
 
     def path(self) -> str:
+        from agy_host_usage_ledger import ledger
+
         return os.fspath(self._path()) if self._path is not None else str(ledger.ledger_path())
 
     def event(self, event: HostEvent) -> None:
+        from agy_host.contract import events as ev
+        from agy_host_usage_ledger import ledger
+
         match event:
-            case TurnStarted():
+            case ev.TurnStarted():
                 self._turn = _Turn(event)
-            case ToolCard(call_id=call_id):
+            case ev.ToolCard(call_id=call_id):
                 if self._turn is not None:
                     self._turn.cards.add(call_id)
-            case UsageReport():
+            case ev.UsageReport():
                 if self._turn is not None:
                     self._turn.usage = ledger.merge_usage(self._turn.usage, event.turn)
-            case ToolUseRequested():
+            case ev.ToolUseRequested():
                 if self._turn is not None:
                     self._turn.host_tools += 1
-            case TurnEnded():
+            case ev.TurnEnded():
                 turn, self._turn = self._turn or _Turn(None), None
                 self.write(turn, event)
             case _:
@@ -81,6 +78,8 @@ class LedgerObserver:
 
     def write(self, turn: _Turn, ended: TurnEnded) -> None:
         from pathlib import Path
+
+        from agy_host_usage_ledger import ledger
 
         entry = ledger.LedgerEntry(
             ts=ledger.utc_now(),
@@ -139,6 +138,8 @@ def agy_host_register_commands(app: typer.Typer) -> None:
 
         import msgspec
 
+        from agy_host_usage_ledger import ledger
+
         if fmt not in ("text", "json"):
             typer.echo(f"agy-host: error: unknown --format {fmt!r}; choose one of: text, json", err=True)
             raise typer.Exit(2)
@@ -163,6 +164,8 @@ def agy_host_register_commands(app: typer.Typer) -> None:
     @sub.command("path")
     def path() -> None:
         """Print the ledger file's path."""
+        from agy_host_usage_ledger import ledger
+
         typer.echo(str(ledger.ledger_path()))
 
     app.add_typer(sub, name="ledger")
@@ -175,6 +178,8 @@ def agy_host_register_commands(app: typer.Typer) -> None:
 
 @hookimpl
 def agy_host_diagnostics(report: DiagnosticReport) -> None:
+    from agy_host_usage_ledger import ledger
+
     sec = report.section("usage ledger")
     path = ledger.ledger_path()
     sec.add("file", str(path))
@@ -211,6 +216,7 @@ async def usage_summary(args: dict[str, Any]) -> ToolResult:
     import trio
 
     from agy_host.contract.tools import ToolResult
+    from agy_host_usage_ledger import ledger
 
     session = args.get("session")
     last = args.get("last")
