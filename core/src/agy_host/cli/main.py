@@ -5,7 +5,9 @@ imported, so scripts that probe the version pay for Python's start-up and
 nothing else. ``agy-host run --session NAME ...`` on a warm agent is run by
 the thin client (:mod:`agy_host.keeper.thin`: no typer, no trio, no engine)
 when it can take the command whole. Everything else builds the typer app
-(:mod:`agy_host.cli.app`).
+(:mod:`agy_host.cli.app`). The real process ends with
+:func:`~agy_host.cli.exit_now.exit_now` once the command returned: its
+output flushed, without the interpreter's finalization.
 """
 
 from __future__ import annotations
@@ -24,7 +26,18 @@ def main(
 
     ``extra_plugins`` are registered in-process before the command runs (tests,
     embedding); ``env`` replaces ``os.environ`` for config and plugin switches.
+    Called without arguments (the console script's own process), it does
+    not return: the process ends with the command's code.
     """
+    code = _command(argv, extra_plugins=extra_plugins, env=env)
+    if argv is None and env is None and not extra_plugins:
+        from agy_host.cli.exit_now import exit_now
+
+        exit_now(code)
+    return code
+
+
+def _command(argv: Sequence[str] | None, *, extra_plugins: Sequence[object], env: Mapping[str, str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if argv is None:  # the real process: its own streams (tests pass argv and capture them)
         from agy_host.cli.streams import guard_streams
