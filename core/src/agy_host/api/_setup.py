@@ -164,6 +164,11 @@ class Options:
         if self.resume and host.store.get(engine.store_key(self.session)) is None:
             known = ", ".join(host.session_names(engine)) or "none"
             raise SessionNotFound(f"no such session {self.session!r} on engine {engine.ENGINE_NAME!r} (known: {known})")
+        from agy_host.runtime.tool_reach import tools_problem
+
+        unreachable = tools_problem(host, engine, [t.name for t in self.host_tools])
+        if unreachable:
+            raise EngineUnavailable(unreachable)
         problem = host.rules_problem() or host.policy_problem()
         if problem:
             raise UsageError(problem)

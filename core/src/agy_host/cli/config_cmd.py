@@ -10,6 +10,8 @@ from agy_host.cli.common import FormatOption, check_format, fail, print_json
 
 if TYPE_CHECKING:
     from agy_host.cli.state import CliState
+    from agy_host.config import Config
+    from agy_host.runtime.host import Host
 
 CONFIG_HELP = """Show or change the config file ($XDG_CONFIG_HOME/agy-host/config.toml,
 or $AGY_HOST_CONFIG). Environment variables override the file; a bad value
@@ -29,14 +31,18 @@ def register(app: typer.Typer, state: CliState) -> None:
         check_format(fmt)
         host = state.host()
         exists = host.config_path.exists()
+        shown, inactive = effective(host)
         if fmt == "json":
-            print_json({"version": 1, "path": str(host.config_path), "exists": exists, "config": host.config})
+            doc = {"version": 1, "path": str(host.config_path), "exists": exists, "config": shown}
+            print_json({**doc, "inactive": inactive} if inactive else doc)
             return
         typer.echo(f"# {host.config_path}{'' if exists else ' (not created yet; these are the defaults)'}")
         overridden = sorted(var for var in config.ENV_OVERRIDES if var in host.env)
         if overridden:
             typer.echo(f"# overridden by the environment: {', '.join(overridden)}")
-        typer.echo(config.to_toml(host.config), nl=False)
+        for table, why in inactive.items():
+            typer.echo(f"# [{table}] is off here: {why}")
+        typer.echo(config.to_toml(shown), nl=False)
 
     @group.command(
         "set",
@@ -70,4 +76,20 @@ def register(app: typer.Typer, state: CliState) -> None:
         typer.echo(str(config.config_path(state.env)))
 
 
-__all__ = ["register"]
+def effective(host: Host) -> tuple[Config, dict[str, str]]:
+    """The config as it takes effect, and why a table is off whatever it
+    says: ``[bridge] enabled = true`` with no bridge to enable (not
+    installed, failed to load, left out) is shown as ``false``."""
+    import msgspec
+
+    from agy_host.runtime.tool_reach import bridge_state
+
+    shown = host.config
+    bridge = bridge_state(host)
+    if not shown.bridge.enabled or bridge.status == "loaded":
+        return shown, {}
+    off = msgspec.structs.replace(shown, bridge=msgspec.structs.replace(shown.bridge, enabled=False))
+    return off, {"bridge": f"the MCP bridge {bridge.why}"}
+
+
+__all__ = ["effective", "register"]

@@ -76,6 +76,8 @@ def build_report(host: Host) -> DiagnosticReport:
     if engine is not None:
         _probe(engine, report)
     _session_rows(host, engine, report)
+    if engine is not None:
+        host_tool_rows(host, engine, report)
     _warm_rows(host, report)
     _last_run_rows(host, report)
     rendering_rows(host, report)
@@ -153,6 +155,23 @@ def _session_rows(host: Host, engine: Engine | None, report: DiagnosticReport) -
     if engine is not None:
         names = host.session_names(engine)
         sec.add(f"on {engine.ENGINE_NAME}", ", ".join(names[-5:]) + (" ..." if len(names) > 5 else "") or "none")
+
+
+def host_tool_rows(host: Host, engine: Engine, report: DiagnosticReport) -> None:
+    """Whether host tools (a program's ``tools=``, plugins') can reach the
+    agent: an error when installed plugins' tools cannot (every run would
+    refuse to start), a warning when a program's would not."""
+    from agy_host.runtime.tool_reach import tool_reach, tools_problem
+
+    sec = report.section("host tools")
+    names = [t.name for t in host.plugins.tools()]
+    sec.add("registered", ", ".join(names) if names else "none by plugins")
+    reach = tool_reach(host, engine)
+    if reach.reaches:
+        sec.add("reach the agent", reach.how)
+        return
+    problem = tools_problem(host, engine)
+    sec.add("reach the agent", f"no: {reach.how}", "error" if problem else "warn")
 
 
 def _warm_rows(host: Host, report: DiagnosticReport) -> None:
@@ -280,4 +299,12 @@ def _plugin_rows(host: Host, report: DiagnosticReport) -> None:
         sec.add("external", "none installed")
 
 
-__all__ = ["DIAGNOSE_TIMEOUT_S", "build_report", "command_rows", "register", "rendering_rows", "snapshot_rows"]
+__all__ = [
+    "DIAGNOSE_TIMEOUT_S",
+    "build_report",
+    "command_rows",
+    "host_tool_rows",
+    "register",
+    "rendering_rows",
+    "snapshot_rows",
+]

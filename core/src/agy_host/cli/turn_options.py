@@ -306,6 +306,11 @@ def open_host(state: CliState, opts: TurnOptions) -> tuple[Host, EngineT]:
         listing = ", ".join(host.session_names(engine)) or "none"
         message = f"no such session {opts.session!r} on engine {engine.ENGINE_NAME!r} (known: {listing})"
         raise SetupFailed(message, ExitCode.NO_SUCH_SESSION, host)
+    from agy_host.runtime.tool_reach import tools_problem
+
+    unreachable = tools_problem(host, engine)  # host tools no agent would see (exit 1)
+    if unreachable:
+        raise SetupFailed(unreachable, ExitCode.ERROR, host)
     return host, engine
 
 

@@ -91,6 +91,10 @@ class EngineCapabilities(msgspec.Struct, kw_only=True):
     #: independently (the harness): a keeper runs every warm session with
     #: equal settings on one agent (docs/sessions.md).
     serves_many_sessions: bool = False
+    #: The engine offers the host's tools to its agent itself (the harness);
+    #: otherwise they reach the agent through the MCP bridge only
+    #: (:mod:`agy_host.runtime.tool_reach`).
+    host_tools_in_process: bool = False
 
 
 PermissionDecider = Callable[["PermissionRequest"], Awaitable["PermissionDecision"]]

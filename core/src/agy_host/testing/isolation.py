@@ -2,7 +2,7 @@
 environment, and throw-away plugins installed the way users install them.
 
 No pytest here (and nothing heavy): fixtures, the parity and reliability
-suites and plugin authors' own tests all build on these two functions.
+suites and plugin authors' own tests all build on these functions.
 """
 
 from __future__ import annotations
@@ -61,4 +61,20 @@ def install_plugin(
     return site
 
 
-__all__ = ["install_plugin", "isolated_env"]
+def hide_distribution(site: Path, name: str) -> Path:
+    """Make an installed distribution look uninstalled to a child with
+    ``site`` first on its ``PYTHONPATH``: an empty one of the same name
+    there (a ``.dist-info`` without entry points) shadows it, as the first
+    of a name on ``sys.path`` always does, so none of its plugins or engines
+    are found. Its modules stay importable; nothing registers them. How a
+    test runs agy-host as installed without, say, the bridge
+    (``agy-host-bridge-mcp``). Returns ``site``."""
+    folder = name.replace("-", "_")
+    info = site / f"{folder}-0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("")
+    return site
+
+
+__all__ = ["hide_distribution", "install_plugin", "isolated_env"]

@@ -75,6 +75,7 @@ class HarnessEngine(Engine):
             load_session=True,
             system_out_of_band=True,
             serves_many_sessions=True,
+            host_tools_in_process=True,
         )
 
     def agent_label(self) -> str:
