@@ -108,7 +108,7 @@ def test_plan_on_acp_says_acp_has_no_plan_mode(
     monkeypatch.setenv("AGY_HOST_ENGINE", "acp")
     code, out, err = cli("ask", "--mode", "plan", "look")
     assert code == 0
-    assert "the ACP engine has no plan mode" in err
+    assert "Antigravity's ACP server has no plan mode" in err
     assert out == "HELLO\n"
 
 

@@ -51,7 +51,8 @@ def test_slash_commands(env: dict[str, str], tmp_path: Path, fake_acp_agent: Cal
         "first",
         "/model",
         "/model fake-model-low",
-        "/mode plan",
+        "/mode",
+        "/mode yolo",
         "/effort high",
         "second",
         "//literally slash",
@@ -73,7 +74,9 @@ def test_slash_commands(env: dict[str, str], tmp_path: Path, fake_acp_agent: Cal
     assert "agy-host chat · acp" in out and "session main (new)" in out
     assert "* fake-model-high" in out and "fake-model-low" in out, "/model lists the agent's models"
     assert "model: fake-model-low (from the next turn)" in out
-    assert "the acp engine has no plan mode" in out and "agy-host ask --mode plan" in out
+    assert "* default  Default: Default permission prompt flow" in out, "/mode lists the agent's modes"
+    assert "  auto_edit  Auto Edit: Auto-approve file edit tools" in out and "  yolo  YOLO" in out
+    assert "mode: yolo (from the next turn)" in out
     assert "effort: high" in out
     assert "\n/literally slash\n" in out, "//text is sent to the agent as /text"
     assert "unknown command /bogus" in out
@@ -88,6 +91,8 @@ def test_slash_commands(env: dict[str, str], tmp_path: Path, fake_acp_agent: Cal
     assert [p["params"]["prompt"][0]["text"] for p in prompts] == ["first", "second", "/literally slash", "third"]
     models = [m["params"] for m in agent.requests("session/set_config_option") if m["params"]["configId"] == "model"]
     assert models and models[-1]["value"] == "fake-model-low", "the model switch reached the agent"
+    modes = [m["params"] for m in agent.requests("session/set_config_option") if m["params"]["configId"] == "mode"]
+    assert modes and modes[-1]["value"] == "yolo", "the mode switch reached the agent"
     sessions = {p["params"]["sessionId"] for p in prompts[:3]}
     assert len(sessions) == 1 and prompts[3]["params"]["sessionId"] not in sessions, "/new is a new conversation"
 

@@ -26,6 +26,7 @@ CORE = REPO / "core" / "src" / "agy_host"
 
 EXPORTS = [
     "AgentCommand",
+    "AgentMode",
     "AgyHostError",
     "Answer",
     "CommandsUpdated",
@@ -46,6 +47,7 @@ EXPORTS = [
     "ImageBlock",
     "KeeperLost",
     "McpServerSpec",
+    "ModeCatalog",
     "ModelCatalog",
     "ModelInfo",
     "Notice",

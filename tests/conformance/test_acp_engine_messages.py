@@ -67,7 +67,7 @@ async def run_scenario(tmp_path: Path, scenario: str, *, abort: bool = False, **
         conv = None
         for _ in range(2):
             handle = await drv.run(
-                TurnRequest(session="c", prompt=prompt, cwd=str(tmp_path), conversation_id=conv, model="m", mode="x")
+                TurnRequest(session="c", prompt=prompt, cwd=str(tmp_path), conversation_id=conv, model="m", mode="yolo")
             )
             with trio.fail_after(20):
                 async for act in handle:

@@ -189,6 +189,9 @@ if TYPE_CHECKING:
         TurnResult as TurnResult,
     )
     from agy_host.engine.base import (
+        AgentMode as AgentMode,
+    )
+    from agy_host.engine.base import (
         Engine as Engine,
     )
     from agy_host.engine.base import (
@@ -202,6 +205,9 @@ if TYPE_CHECKING:
     )
     from agy_host.engine.base import (
         McpServerSpec as McpServerSpec,
+    )
+    from agy_host.engine.base import (
+        ModeCatalog as ModeCatalog,
     )
     from agy_host.engine.base import (
         ModelCatalog as ModelCatalog,
@@ -286,6 +292,8 @@ _EXPORTS = {
     "EngineContext": "agy_host.engine.base",
     "EngineError": "agy_host.engine.base",
     "McpServerSpec": "agy_host.engine.base",
+    "AgentMode": "agy_host.engine.base",
+    "ModeCatalog": "agy_host.engine.base",
     "ModelCatalog": "agy_host.engine.base",
     "ModelInfo": "agy_host.engine.base",
     "TurnDriver": "agy_host.engine.driver",

@@ -7,9 +7,11 @@ one piece, the answer text, the duration, a status (``ok``, ``aborted``,
 status line on stderr) or as one JSON document (``--format json``). The exit
 codes are ``run``'s.
 
-``--mode plan`` asks the agy CLI for a review-only plan (``agy -p --mode
-plan``, :mod:`agy_host.cli.ask_plan`): the ACP engine has no plan mode, and
-says so when it is the selected engine.
+``--mode plan`` runs the turn in the agent's own plan mode when the agent
+advertises its modes (an ACP agent such as the Gemini CLI); otherwise it
+asks the agy CLI for a review-only plan (``agy -p --mode plan``,
+:mod:`agy_host.cli.ask_plan`): Antigravity's ACP server has no plan mode,
+and says so when it is the selected engine.
 """
 
 from __future__ import annotations
@@ -42,9 +44,10 @@ line on stderr (`[ask] ok in 3.2s; session ask-...; continue: agy-host run
 (status ok, aborted, timeout or error; text; duration_s; session;
 conversation_id; exit_code). --session NAME continues that session.
 
---mode plan asks the agy CLI for a review-only plan (`agy -p --mode plan`):
-the ACP engine has no plan mode. Files: `@path` in the prompt, --file PATH,
---image PATH.
+--mode plan: a turn in the agent's own plan mode when it has one (an ACP
+agent such as `gemini --acp`); otherwise a review-only plan from the agy
+CLI (`agy -p --mode plan`; Antigravity's ACP server has no plan mode).
+Files: `@path` in the prompt, --file PATH, --image PATH.
 """
 
 
@@ -63,10 +66,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         agent: opt.Agent = None,
         model: opt.Model = None,
         effort: opt.Effort = None,
-        mode: Annotated[
-            str | None,
-            typer.Option("--mode", help="accept-edits, or plan (a review-only plan from `agy -p`).", metavar="MODE"),
-        ] = None,
+        mode: opt.Mode = None,
         cwd: opt.Cwd = None,
         fmt: Annotated[str, typer.Option("--format", "-f", help="text or json.", metavar="text|json")] = "text",
         timeout: opt.Timeout = None,
@@ -107,13 +107,15 @@ def _resume_hint(opts: AskOptions) -> str:
 
 
 def ask_command(state: CliState, opts: AskOptions) -> int:
+    built: Host | None = None
     if opts.mode == "plan":
-        from agy_host.cli.ask_plan import ask_plan
+        built = opt.command_host(state, opts)
+        if not _agent_plans(built):
+            from agy_host.cli.ask_plan import ask_plan
 
-        host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions)
-        return ask_plan(host, opts)
+            return ask_plan(built, opts)
     try:
-        host, engine = opt.open_host(state, opts)
+        host, engine = opt.open_host(state, opts, built)
         blocks = opt.prompt_blocks(host, engine, opts, opts.prompt)
     except opt.SetupFailed as exc:
         return _early(opts, exc.host, exc.message, exc.code)
@@ -143,6 +145,19 @@ def ask_command(state: CliState, opts: AskOptions) -> int:
     )
     print_report(report, opts.fmt, why=refusals.last_why)
     return report.exit_code
+
+
+def _agent_plans(host: Host) -> bool:
+    """Whether the selected agent plans itself: an ACP agent other than
+    Antigravity, whose modes are its own (a turn in its ``plan`` mode, or
+    the error listing its modes). Otherwise the agy CLI plans (``agy -p
+    --mode plan``), as it does for the stream-json engine and Antigravity."""
+    from agy_host.engine.base import EngineError
+
+    try:
+        return host.load_engine().capabilities.agent_modes
+    except EngineError:
+        return False  # the plan path says what is missing
 
 
 def _early(opts: AskOptions, host: Host, message: str, code: int) -> int:

@@ -1,8 +1,10 @@
-"""``ask --mode plan``: a review-only plan from the agy CLI, whatever engine is selected.
+"""``ask --mode plan``: a review-only plan from the agy CLI.
 
-The spec's committed exception: the ACP server has no plan mode, so a plan
-is asked of the agy CLI in print mode (``agy -p --mode plan``), and the
-command says so when the selected engine is ACP. Running agy is the
+The spec's committed exception: Antigravity's ACP server has no plan mode,
+so a plan is asked of the agy CLI in print mode (``agy -p --mode plan``),
+and the command says so when the selected engine is ACP. An ACP agent with
+modes of its own (the Gemini CLI) plans in its own ``plan`` mode instead: a
+normal turn (:mod:`agy_host.cli.ask_cmd`). Running agy is the
 stream-json engine's job (:attr:`~agy_host.engine.base.Engine.print_mode_plan`,
 in ``agy_host_stream_json.print_plan``); this module is the command around
 it: the session binding (the stream-json engine's key, so a plan continues
@@ -51,7 +53,7 @@ def ask_plan(host: Any, opts: Any) -> int:
     engine_name = host.engine_flag or host.env.get("AGY_HOST_ENGINE") or host.config.engine or ""
     if engine_name == "acp":
         print(
-            "agy-host: the ACP engine has no plan mode; asking the agy CLI for the plan (agy -p --mode plan)",
+            "agy-host: Antigravity's ACP server has no plan mode; asking the agy CLI for the plan (agy -p --mode plan)",
             file=sys.stderr,
             flush=True,
         )

@@ -203,7 +203,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         agent: opt.Agent = None,
         model: opt.Model = None,
         effort: opt.Effort = None,
-        mode: Annotated[str | None, typer.Option("--mode", help="Agent mode (also /mode).", metavar="MODE")] = None,
+        mode: opt.Mode = None,
         cwd: opt.Cwd = None,
         fmt: Annotated[
             str, typer.Option("--format", "-f", help="text, plain or rich (or a plugin's).", metavar="FORMAT")

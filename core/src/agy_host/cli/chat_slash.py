@@ -151,18 +151,34 @@ async def _effort(chat: Chat, rest: str) -> None:
 
 @command("/mode", "[MODE]")
 async def _mode(chat: Chat, rest: str) -> None:
-    """Show or set the agent mode (accept-edits, plan, ...)."""
+    """Show the mode and the ones the agent offers, or use MODE from the next turn on."""
+    import trio
+
+    from agy_host.runtime.modes import no_plan_mode, plans
+
     assert chat.runtime is not None
+    engine = chat.runtime.engine
     if rest:
-        if rest == "plan" and not chat.runtime.engine.capabilities.plan_mode:
-            chat.say(
-                f"the {chat.runtime.engine.ENGINE_NAME} engine has no plan mode; for a review-only plan use "
-                "`agy-host ask --mode plan PROMPT` (the agy CLI's plan mode)",
-                "yellow",
-            )
+        if rest == "plan" and not plans(engine):
+            chat.say(no_plan_mode(engine), "yellow")
             return
-        chat.settings.mode = None if rest in {"default", "-"} else rest
+        chat.settings.mode = None if rest == "-" else rest
+        chat.say(f"mode: {_current(chat, chat.settings.mode, chat.host.config.mode)} (from the next turn)")
+        return
     chat.say(f"mode: {_current(chat, chat.settings.mode, chat.host.config.mode)}")
+    catalog = None
+    with trio.move_on_after(MODELS_TIMEOUT_S):
+        try:
+            catalog = await engine.list_modes()
+        except Exception as exc:
+            chat.say(f"the {engine.ENGINE_NAME} engine could not list the agent's modes: {exc}", "yellow")
+            return
+    if catalog is None:
+        chat.say(f"the engine did not list its modes within {MODELS_TIMEOUT_S:g}s", "yellow")
+    elif not catalog.modes:
+        chat.say(f"  {engine.agent_label()} offers no modes", "dim")
+    for line in catalog.lines() if catalog is not None else []:
+        chat.say(f"  {line}")
 
 
 @command("/engine", "[NAME]")

@@ -75,6 +75,7 @@ def build_report(host: Host) -> DiagnosticReport:
     engine = _engine_rows(host, report)
     if engine is not None:
         _probe(engine, report)
+        _capability_rows(engine, report)
     _session_rows(host, engine, report)
     if engine is not None:
         host_tool_rows(host, engine, report)
@@ -113,14 +114,21 @@ def _engine_rows(host: Host, report: DiagnosticReport) -> Engine | None:
         sec.add("load", str(exc), "error")
         return None
     sec.add("agent", engine.agent_label())
-    caps = engine.capabilities
-    flags = [
-        name for name in ("reports_usage", "plan_mode", "images", "resources", "load_session") if getattr(caps, name)
-    ]
-    sec.add("capabilities", ", ".join(flags) or "none")
     if engine.sandbox:
         sec.add("sandbox", "no real agent installed; turns run on the bundled sandbox agent", "warn")
     return engine
+
+
+def _capability_rows(engine: Engine, report: DiagnosticReport) -> None:
+    """What the agent can do: as it advertised it when the probe asked
+    (an ACP agent's ``initialize`` and modes), else the engine's own word."""
+    advertised = engine.advertised_capabilities()
+    caps = advertised or engine.capabilities
+    flags = [
+        name for name in ("reports_usage", "plan_mode", "images", "resources", "load_session") if getattr(caps, name)
+    ]
+    source = f" (as {engine.agent_label()} advertised them)" if advertised is not None else ""
+    report.section("engine").add("capabilities", f"{', '.join(flags) or 'none'}{source}")
 
 
 def _probe(engine: Engine, report: DiagnosticReport) -> None:

@@ -79,9 +79,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         agent: opt.Agent = None,
         model: opt.Model = None,
         effort: opt.Effort = None,
-        mode: Annotated[
-            str | None, typer.Option("--mode", help="Agent mode, e.g. accept-edits or plan.", metavar="MODE")
-        ] = None,
+        mode: opt.Mode = None,
         cwd: opt.Cwd = None,
         fmt: Annotated[
             str, typer.Option("--format", "-f", help="text, json or quiet (or a plugin's format).", metavar="FORMAT")

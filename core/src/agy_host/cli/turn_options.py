@@ -53,6 +53,14 @@ Model = Annotated[str | None, typer.Option("--model", "-m", help="Model id (see 
 Effort = Annotated[
     str | None, typer.Option("--effort", help="Reasoning effort tier (low, medium, high).", metavar="TIER")
 ]
+Mode = Annotated[
+    str | None,
+    typer.Option(
+        "--mode",
+        help="The agent's mode, by the agent's own name (`chat`'s /mode lists them; e.g. plan on `gemini --acp`).",
+        metavar="MODE",
+    ),
+]
 Cwd = Annotated[
     Path | None,
     typer.Option(
@@ -278,15 +286,21 @@ def apply_overrides(host: Host, system_prompt: str | None, digest: bool | None) 
         host.config.prompt.digest = digest
 
 
-def open_host(state: CliState, opts: TurnOptions) -> tuple[Host, EngineT]:
+def command_host(state: CliState, opts: TurnOptions) -> Host:
+    """The host of the command line's engine, agent, permissions and trace."""
+    return state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions, trace=opts.trace)
+
+
+def open_host(state: CliState, opts: TurnOptions, host: Host | None = None) -> tuple[Host, EngineT]:
     """The host with the command line's overrides and its engine loaded; rules
     that cannot be used (exit 2) and a ``--resume`` of a session the engine
     does not know (exit 4) are refused.
     Raises :class:`SetupFailed`; each command reports it its own way (a JSON
-    consumer still gets its closing document)."""
+    consumer still gets its closing document). ``host``: one the command
+    built already (:func:`command_host`)."""
     from agy_host.engine.base import EngineError
 
-    host = state.host(engine=opts.engine, agent=opts.agent, permissions=opts.permissions, trace=opts.trace)
+    host = host or command_host(state, opts)
     apply_overrides(host, opts.system_prompt, opts.digest)
     if opts.answers:
         from agy_host.service.answer_rules import AnswersFileError, load_answers
@@ -388,6 +402,7 @@ __all__ = [
     "Images",
     "KeepAlive",
     "Inactivity",
+    "Mode",
     "Model",
     "Permissions",
     "Resume",
@@ -400,6 +415,7 @@ __all__ = [
     "TurnOptions",
     "Verbose",
     "build_renderer",
+    "command_host",
     "common",
     "open_host",
     "prompt_blocks",

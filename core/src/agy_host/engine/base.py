@@ -58,6 +58,43 @@ class ModelCatalog(msgspec.Struct, kw_only=True, omit_defaults=True):
     current: str | None = None
 
 
+class AgentMode(msgspec.Struct, kw_only=True, frozen=True, omit_defaults=True):
+    """One mode the agent offers: what ``--mode ID`` and the chat's ``/mode`` take."""
+
+    id: str
+    name: str = ""
+    description: str = ""
+
+
+class ModeCatalog(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The modes an agent offers (``/mode`` lists them); empty when it has none."""
+
+    modes: list[AgentMode]
+    #: The mode a new conversation starts in, when the agent says.
+    current: str | None = None
+    #: Other names the engine takes for a mode: ``{"accept-edits": "auto_edit"}``
+    #: on Antigravity's ACP server.
+    aliases: dict[str, str] = msgspec.field(default_factory=dict)
+
+    def lines(self) -> list[str]:
+        """One line per mode (``* plan  Plan: Read-only mode``; ``*`` marks
+        the current one), then the other names the engine takes."""
+        out = []
+        for mode in self.modes:
+            mark = "*" if mode.id == self.current else " "
+            about = ": ".join(part for part in (mode.name if mode.name != mode.id else "", mode.description) if part)
+            out.append(f"{mark} {mode.id}{'  ' + about if about else ''}")
+        return out + [f"  {alias} (is {target})" for alias, target in sorted(self.aliases.items())]
+
+    def summary(self) -> str:
+        """``default, autoEdit, yolo, plan (current: default)``, for a doctor row."""
+        if not self.modes:
+            return "none advertised"
+        names = ", ".join(m.id for m in self.modes)
+        current = f" (current: {self.current})" if self.current else ""
+        return names + current + "".join(f"; {alias} is {target}" for alias, target in sorted(self.aliases.items()))
+
+
 class McpServerSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     """An MCP server the host asks the agent to connect to (the bridge)."""
 
@@ -91,6 +128,10 @@ class EngineCapabilities(msgspec.Struct, kw_only=True):
     #: independently (the harness): a keeper runs every warm session with
     #: equal settings on one agent (docs/sessions.md).
     serves_many_sessions: bool = False
+    #: The modes are the agent's own (ACP agents other than Antigravity): the
+    #: driver passes any mode the agent advertises, ``plan`` included, and
+    #: refuses another with the list; the turn layer leaves ``plan`` to it.
+    agent_modes: bool = False
     #: The engine offers the host's tools to its agent itself (the harness);
     #: otherwise they reach the agent through the MCP bridge only
     #: (:mod:`agy_host.runtime.tool_reach`).
@@ -210,6 +251,12 @@ class Engine(abc.ABC):
     def capabilities(self) -> EngineCapabilities:
         return EngineCapabilities()
 
+    def advertised_capabilities(self) -> EngineCapabilities | None:
+        """What the agent itself said it can do, once :meth:`diagnose` asked
+        it (an ACP agent's ``initialize``); ``None`` when :attr:`capabilities`
+        is all there is to say. ``doctor`` shows these."""
+        return None
+
     @staticmethod
     async def print_mode_plan(request: PlanRequest) -> PlanOutcome | None:
         """A one-shot, review-only plan in the agent's print mode, for ``ask
@@ -242,6 +289,11 @@ class Engine(abc.ABC):
     async def list_models(self) -> ModelCatalog:
         """The models this engine can run (may start the agent)."""
         return ModelCatalog(models=[], source="none")
+
+    async def list_modes(self) -> ModeCatalog:
+        """The modes ``--mode`` takes on this engine's agent (may start the
+        agent; spends no tokens); none by default."""
+        return ModeCatalog(modes=[])
 
     async def diagnose(self, report: DiagnosticReport) -> None:
         """Fill doctor rows: binary resolution, handshake, auth state, ..."""
@@ -367,6 +419,7 @@ def _distribution(ep: entry_points.EntryPoint) -> str:
 
 __all__ = [
     "ENGINE_GROUP",
+    "AgentMode",
     "AgentSession",
     "PlanOutcome",
     "PlanRequest",
@@ -377,6 +430,7 @@ __all__ = [
     "EngineError",
     "EngineFactory",
     "McpServerSpec",
+    "ModeCatalog",
     "ModelCatalog",
     "ModelInfo",
     "installed_engines",

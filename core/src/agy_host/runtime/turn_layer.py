@@ -60,6 +60,7 @@ from agy_host.contract.turn_result import ToolResultSink, TurnLayerError, TurnRe
 from agy_host.engine.driver import TurnDriver, TurnHandle, TurnRequest
 from agy_host.exit_codes import ExitCode
 from agy_host.runtime.budget import Budget, crossed, settle
+from agy_host.runtime.modes import no_plan_mode, plans
 from agy_host.runtime.store import SessionBinding, SessionStore, utc_now
 from agy_host.runtime.turn_events import TurnState, closed_error, map_activity
 from agy_host.runtime.turn_prompt import PROMPT_SEPARATOR, assemble_prompt, with_late_results
@@ -264,9 +265,9 @@ class TurnLayer:
             )
         else:
             started_notice = None
-        if mode == "plan" and not self.engine.capabilities.plan_mode:
+        if mode == "plan" and not plans(self.engine):
             self.emit(started)
-            return self._fail(turn, f"the {self.engine.ENGINE_NAME} engine has no plan mode; use another mode", "usage")
+            return self._fail(turn, no_plan_mode(self.engine), "usage")
         try:
             handle = await self.driver.run(request)
         except Exception as exc:

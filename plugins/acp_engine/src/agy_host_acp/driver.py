@@ -27,7 +27,7 @@ from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import minutes
 from agy_host.engine.turn import DriverTurns, TurnFailed, driver_scope
-from agy_host_acp import models
+from agy_host_acp import models, modes
 from agy_host_acp import schema as s
 from agy_host_acp.connection import AcpConnection, AuthRequired
 from agy_host_acp.events import outcome_for, prompt_usage, stop_warning
@@ -446,6 +446,11 @@ class AcpDriver:
                     "Antigravity's ACP server has no plan mode; use `--engine stream-json` for a plan-only run",
                     "usage",
                 )
+        advertised = modes.catalog(setup, antigravity=self.spec.is_agy)
+        if req.mode and (advertised.modes or (known and not self.spec.is_agy)):
+            refused = modes.refusal(req.mode, advertised, self.spec.label)  # before the prompt: nothing ran yet
+            if refused:
+                raise TurnFailed(refused, "usage")
         model = req.model
         if model:
             value = model

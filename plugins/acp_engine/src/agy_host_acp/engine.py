@@ -7,6 +7,7 @@ import contextlib
 import time
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import msgspec
 import trio
 
 from agy_host.engine.base import (
@@ -15,10 +16,12 @@ from agy_host.engine.base import (
     EngineCapabilities,
     EngineContext,
     EngineError,
+    ModeCatalog,
     ModelCatalog,
 )
 from agy_host.engine.concurrency import unwrap_single
 from agy_host.engine.lifecycle import Lifecycle
+from agy_host_acp import modes
 from agy_host_acp import schema as s
 from agy_host_acp.connection import AcpConnection, AuthRequired
 from agy_host_acp.jsonrpc import ConnectionClosed, JsonRpcError, RequestTimeout
@@ -50,6 +53,8 @@ class AcpEngine(Engine):
             self.spec_error = str(exc)
             self.spec = sandbox_spec([])
         self.sandbox = self.spec.kind == "sandbox" and self.spec_error is None and ctx.agent != "sandbox"
+        #: What the agent advertised when :meth:`diagnose` last asked it.
+        self._advertised: EngineCapabilities | None = None
 
     @property
     def capabilities(self) -> EngineCapabilities:
@@ -59,7 +64,13 @@ class AcpEngine(Engine):
             images=True,
             resources=True,
             load_session=True,
+            # Antigravity's modes are known (no plan: `ask --mode plan` asks the
+            # agy CLI), and so is the sandbox that stands in for it.
+            agent_modes=not (self.spec.is_agy or self.sandbox),
         )
+
+    def advertised_capabilities(self) -> EngineCapabilities | None:
+        return self._advertised
 
     def store_key(self, session: str) -> str:
         """``<session>@acp`` for Antigravity; ``<session>@acp:<profile|hash>``
@@ -124,6 +135,15 @@ class AcpEngine(Engine):
         async with self._probe_connection(Lifecycle()) as conn:
             setup = await conn.new_session(os.getcwd(), [])
         return models.catalog(setup, antigravity=self.spec.is_agy)
+
+    async def list_modes(self) -> ModeCatalog:
+        """Ask the agent: ``session/new`` lists its modes (config option
+        ``mode`` or the ``modes`` field). Spends no tokens."""
+        import os
+
+        async with self._probe_connection(Lifecycle()) as conn:
+            setup = await conn.new_session(os.getcwd(), [])
+        return modes.catalog(setup, antigravity=self.spec.is_agy)
 
     async def list_agent_sessions(self, cwd: str | None = None) -> list[AgentSession]:
         """``session/list`` (``sessionCapabilities.list``), every page."""
@@ -198,6 +218,13 @@ class AcpEngine(Engine):
                     f"embeddedContext={caps.prompt_capabilities.embedded_context} "
                     f"mcp http={caps.mcp_capabilities.http}",
                 )
+                advertised = EngineCapabilities(
+                    images=caps.prompt_capabilities.image,
+                    resources=caps.prompt_capabilities.embedded_context,
+                    load_session=caps.load_session,
+                    agent_modes=self.capabilities.agent_modes,
+                )
+                self._advertised = advertised
                 if info.auth_methods:
                     sec.add("auth methods", ", ".join(m.id for m in info.auth_methods))
                 mem = AgentMemory(self.ctx.state_dir)
@@ -206,6 +233,10 @@ class AcpEngine(Engine):
                     setup = await conn.new_session(str(self.ctx.env.get("PWD") or "."), [])
                     sec.add("auth", "signed in (session/new works)", "ok")
                     sec.add("probe session", setup.session_id or "?")
+                    offered = modes.catalog(setup, antigravity=self.spec.is_agy)
+                    sec.add("modes", offered.summary())
+                    plan = advertised.agent_modes and any(m.id == "plan" for m in offered.modes)
+                    self._advertised = msgspec.structs.replace(advertised, plan_mode=plan)
                 except AuthRequired as exc:
                     sec.add("auth", "sign-in required", "error", [exc.detail or str(exc), "run: agy-host acp-auth"])
         except EngineError as exc:

@@ -16,9 +16,11 @@ import trio
 
 from agy_host.contract.events import UsageCounts
 from agy_host.engine.base import (
+    AgentMode,
     Engine,
     EngineCapabilities,
     EngineContext,
+    ModeCatalog,
     ModelCatalog,
     ModelInfo,
     PlanOutcome,
@@ -68,6 +70,15 @@ class StreamJsonEngine(Engine):
 
     def agent_label(self) -> str:
         return "agy"
+
+    async def list_modes(self) -> ModeCatalog:
+        """agy's own two (``--mode``), and the other names this engine takes for them."""
+        from agy_host_stream_json.profile import MODE_ALIASES, MODES
+
+        about = {"accept-edits": "edits are applied, other tools follow the permissions", "plan": "a plan only"}
+        aliases = {name: mode for name, mode in MODE_ALIASES.items() if name not in MODES}
+        offered = [AgentMode(id=mode, description=about.get(mode, "")) for mode in MODES]
+        return ModeCatalog(modes=offered, current="accept-edits", aliases=aliases)
 
     def open_driver(self) -> contextlib.AbstractAsyncContextManager[StreamJsonDriver]:
         from agy_host_stream_json.driver import open_driver

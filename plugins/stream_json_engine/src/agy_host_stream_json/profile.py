@@ -21,8 +21,8 @@ from agy_host_stream_json.config import StreamJsonConfig
 
 MODES = ("accept-edits", "plan")
 #: Host/ACP mode names that mean agy's default mode.
-_MODE_ALIASES = {"accept-edits": "accept-edits", "accept_edits": "accept-edits", "auto_edit": "accept-edits"}
-_MODE_ALIASES |= {"default": "accept-edits", "plan": "plan"}
+MODE_ALIASES = {"accept-edits": "accept-edits", "accept_edits": "accept-edits", "auto_edit": "accept-edits"}
+MODE_ALIASES |= {"default": "accept-edits", "plan": "plan"}
 #: agy resolves conversation ids itself; anything else is refused before a spawn.
 CONVERSATION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]{0,127}$")
 
@@ -45,7 +45,7 @@ def agy_mode(mode: str | None) -> tuple[str, str | None]:
     """agy's ``--mode`` and a notice when the host's mode had to be mapped."""
     if not mode:
         return "accept-edits", None
-    mapped = _MODE_ALIASES.get(mode.strip().lower())
+    mapped = MODE_ALIASES.get(mode.strip().lower())
     if mapped is None:
         return "accept-edits", f"agy has no mode {mode!r} (it has {', '.join(MODES)}); using accept-edits"
     return mapped, None
@@ -108,4 +108,14 @@ def recycle_cause(
     return None
 
 
-__all__ = ["CONVERSATION_ID", "MODES", "Profile", "agy_mode", "argv", "go_duration", "print_timeout", "recycle_cause"]
+__all__ = [
+    "CONVERSATION_ID",
+    "MODES",
+    "MODE_ALIASES",
+    "Profile",
+    "agy_mode",
+    "argv",
+    "go_duration",
+    "print_timeout",
+    "recycle_cause",
+]
