@@ -31,43 +31,13 @@ from interop.provision import AgentLaunch
 from interop.provision_gemini import GeminiCli
 
 import agy_host
-from agy_host.contract.tools import ToolResult
 from agy_host.testing.models.api import ModelApiProcess
+from agy_host_bridge_mcp.testing import value_tools
 
 pytestmark = pytest.mark.interop
 
 #: How the Gemini CLI names a tool of the bridge to its model.
 PREFIX = "mcp_agy-host-bridge_"
-PNG = "iVBORw0KGgo="
-
-
-def number() -> int:
-    """A number."""
-    return 42
-
-
-def word() -> str:
-    """A word."""
-    return "forty-two"
-
-
-def numbers() -> list[int]:
-    """A list."""
-    return [4, 2]
-
-
-def record() -> dict[str, Any]:
-    """An object."""
-    return {"answer": 42}
-
-
-def nothing() -> None:
-    """Nothing."""
-
-
-def picture() -> ToolResult:
-    """An image."""
-    return ToolResult(text="a red dot", images=[(PNG, "image/png")])
 
 
 def broken() -> int:
@@ -76,14 +46,7 @@ def broken() -> int:
 
 
 #: Each function, and what the model must be handed as its output.
-TOOLS = {
-    number: "42",
-    word: "forty-two",
-    numbers: "[4,2]",
-    record: '{"answer":42}',
-    nothing: "",
-    picture: "a red dot",
-}
+TOOLS = {fn: text for fn, (text, _structured) in value_tools().items()}
 
 
 class Gemini:
@@ -150,7 +113,8 @@ def calls(*names: str) -> list[list[dict[str, Any]]]:
 def test_every_kind_of_value_a_python_tool_returns_reaches_the_gemini_cli(gemini: Gemini) -> None:
     tools = [*TOOLS, broken]
     gemini.serve([*calls(*(fn.__name__ for fn in tools)), [{"text": "done"}]])
-    result, events = gemini.turn("use every tool", tools=tools)
+    # the Gemini CLI asks before each MCP tool: allowed, the results are what is tested
+    result, events = gemini.turn("use every tool", tools=tools, permissions="auto")
     outputs = gemini.outputs()
     ctx = f"result: {result}\nmodel was handed: {json.dumps(outputs, indent=1)[:4000]}"
     for fn, text in TOOLS.items():

@@ -18,44 +18,10 @@ import pytest
 
 from agy_host.contract.tools import ToolResult
 from agy_host.runtime.python_tools import tool_from_function
-from agy_host_bridge_mcp.testing import host_tool, mcp_client, running_bridge
-
-PNG = "iVBORw0KGgo="
-
-
-def number() -> int:
-    return 42
-
-
-def word() -> str:
-    return "forty-two"
-
-
-def numbers() -> list[int]:
-    return [4, 2]
-
-
-def record() -> dict[str, Any]:
-    return {"answer": 42, "unit": None}
-
-
-def nothing() -> None:
-    return None
-
-
-def picture() -> ToolResult:
-    return ToolResult(text="a red dot", images=[(PNG, "image/png")])
-
+from agy_host_bridge_mcp.testing import host_tool, mcp_client, running_bridge, value_tools
 
 #: function -> (the text the agent reads, the structured content it gets)
-PYTHON = {
-    number: ("42", {"result": 42}),
-    word: ("forty-two", {"result": "forty-two"}),
-    numbers: ("[4,2]", {"result": [4, 2]}),
-    record: ('{"answer":42,"unit":null}', {"answer": 42, "unit": None}),
-    nothing: ("", {"result": None}),
-    picture: ("a red dot", None),  # plain text, no JSON: nothing to misread
-}
+PYTHON = value_tools()
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
@@ -68,6 +34,7 @@ async def test_a_python_functions_value_comes_with_an_object(tmp_path: Path, mod
         assert not result.is_error, (fn.__name__, result)
         assert result.content[-1].text == text, fn.__name__
         assert result.structured_content == structured, fn.__name__
+    [picture] = [fn for fn in PYTHON if fn.__name__ == "picture"]
     assert [c.type for c in got[picture].content] == ["image", "text"]
 
 
@@ -118,7 +85,8 @@ def test_a_host_tool_the_agent_reports_failed_is_in_the_result(tmp_path: Path) -
     notices: list[agy_host.Notice] = []
 
     async def main() -> Any:
-        async with agy_host.open_session(agent=agent.command_line, env=env, cwd=tmp_path, tools=[number]) as s:
+        tools = [fn for fn in PYTHON if fn.__name__ == "number"]
+        async with agy_host.open_session(agent=agent.command_line, env=env, cwd=tmp_path, tools=tools) as s:
             async for event in s.prompt("go"):
                 if isinstance(event, agy_host.Notice) and event.code == "host-tool-failed":
                     notices.append(event)

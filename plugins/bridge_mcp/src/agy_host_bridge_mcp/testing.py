@@ -8,7 +8,7 @@ Imported only by tests: it pulls in the SDK's client."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,49 @@ def host_tool(name: str, result: ToolResult | None = None, *, delay: float = 0.0
         input_schema={"type": "object", "properties": {"x": {"type": "integer"}}},
         call=call,
     )
+
+
+#: The first bytes of a PNG, base64: an image for a host tool to return.
+PNG = "iVBORw0KGgo="
+
+
+def value_tools() -> dict[Callable[[], Any], tuple[str, dict[str, Any] | None]]:
+    """Python functions (a program's ``tools=``) returning each kind of value:
+    an int, a str, a list, a dict, ``None`` and an image; each with the text
+    the agent reads and the ``structuredContent`` the bridge sends with it
+    (an object, always, where the text is JSON: MCP clients take no other)."""
+
+    def number() -> int:
+        """A number."""
+        return 42
+
+    def word() -> str:
+        """A word."""
+        return "forty-two"
+
+    def numbers() -> list[int]:
+        """A list."""
+        return [4, 2]
+
+    def record() -> dict[str, Any]:
+        """An object."""
+        return {"answer": 42, "unit": None}
+
+    def nothing() -> None:
+        """Nothing."""
+
+    def picture() -> ToolResult:
+        """An image."""
+        return ToolResult(text="a red dot", images=[(PNG, "image/png")])
+
+    return {
+        number: ("42", {"result": 42}),
+        word: ("forty-two", {"result": "forty-two"}),
+        numbers: ("[4,2]", {"result": [4, 2]}),
+        record: ('{"answer":42,"unit":null}', {"answer": 42, "unit": None}),
+        nothing: ("", {"result": None}),
+        picture: ("a red dot", None),  # plain text, no JSON: nothing to misread
+    }
 
 
 @contextlib.asynccontextmanager
