@@ -5,7 +5,10 @@ replaced: ``"gemini --acp"`` becomes the kit's fake ACP agent (a separate
 process speaking ACP), scripted to do what the example asks (call the
 ``add`` tool, ask a permission, fail). ``engine="harness"`` runs the real
 Antigravity harness binary against the kit's scripted model API. A block
-that defines ``main`` is run under trio and under asyncio.
+that defines ``main`` is run under trio and under asyncio, and its output
+is compared exactly. Every block must be one of them
+(``test_every_example_is_run``). The warm-session example runs with warm
+agents on, and its keeper is stopped after it.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +24,7 @@ from typing import Any
 import pytest
 import tomli_w
 import trio
+from warm_kit import stop_keeper
 
 import agy_host
 from agy_host.testing.agents import fake_acp_agent_command
@@ -41,7 +46,50 @@ SCRIPTS: dict[str, Any] = {
     "list the failing tests": {
         "prompt": [{"chunk": 'Two:\n```json\n{"count": 2, "tests": ["test_a", "test_b"]}\n```'}, {"stop": "end_turn"}]
     },
+    "sort the imports": {
+        "prompt": [
+            {"permission": {"branches": {"allow": [{"chunk": "Sorted."}], "reject": [{"chunk": "DENIED"}]}}},
+            {"prompt_usage": {"totalTokens": 7}},
+            {"stop": "end_turn"},
+        ]
+    },
+    "read the failing test": "happy",
+    "ask me for my favourite colour": "question",
+    "write a very long story": {
+        "cancel": "graceful",
+        "prompts": [
+            [{"chunk": "C1"}, {"repeat": {"steps": [{"sleep": 0.15}, {"chunk": "tick"}]}}],
+            [{"chunk": "C1"}, {"repeat": {"steps": [{"sleep": 0.15}, {"chunk": "tick"}]}}],
+            [{"chunk": "THE END"}, {"stop": "end_turn"}],
+        ],
+    },
 }
+
+#: What each example prints, exactly (the ``check=True`` one: its exit code first).
+OUTPUTS: dict[str, str] = {
+    "fix the failing test": "HELLO" + "stop None\n",
+    "use the add tool": "tool result: 42\n",
+    "tidy the imports": "the agent asks: Run fake_tool?\n",
+    "plan the change": "fake-model-low 2 14\n",
+    "list the failing tests": "2 ['test_a', 'test_b']\n",
+    "sort the imports": "Sorted.\n0 7\n",
+    "read the failing test": "HELLO False\nHELLO True\n",
+    "ask me for my favourite colour": "the agent asks: Do you prefer red or blue? ['Red', 'Blue']\nBlue\n",
+    "write a very long story": "130 aborted\n130\nTHE END 0\n",
+}
+
+#: Examples that need warm agents on: the test stops the keeper they start.
+WARM = {"read the failing test"}
+
+
+def test_every_example_is_run() -> None:
+    """Each ```python block of the page is one of the examples run below
+    (found by a phrase of its own), so no example goes untested."""
+    phrases = [*SCRIPTS, *HARNESS]
+    unrun = [b.splitlines()[0] for b in BLOCKS if not any(p in b for p in phrases)]
+    assert not unrun, f"examples no test runs (add a phrase of each to SCRIPTS or HARNESS): {unrun}"
+    for phrase in phrases:
+        block(phrase)  # exactly one block each
 
 
 def block(phrase: str) -> str:
@@ -75,34 +123,64 @@ def execute(source: str, agent: str | None) -> dict[str, Any]:
 
 @pytest.mark.parametrize("phrase", sorted(SCRIPTS))
 @pytest.mark.parametrize("loop", ["trio", "asyncio"])
-def test_the_acp_examples_run(place: Path, phrase: str, loop: str, capsys: pytest.CaptureFixture[str]) -> None:
-    agent = fake_acp_agent_command(SCRIPTS[phrase], workdir=place / "agents")
-    namespace = execute(block(phrase), agent.command_line)
-    main = namespace.get("main")
-    if main is not None:
-        trio.run(main) if loop == "trio" else asyncio.run(main())
-    elif loop == "asyncio":
+def test_the_acp_examples_run(
+    place: Path, phrase: str, loop: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = block(phrase)
+    if "async def main" not in source and loop == "asyncio":
         pytest.skip("a blocking example: no loop of its own")
+    if phrase in WARM:
+        monkeypatch.setenv("AGY_HOST_KEEP_ALIVE_MINUTES", "5")
+    agent = fake_acp_agent_command(SCRIPTS[phrase], workdir=place / "agents")
+    try:
+        main = execute(source, agent.command_line).get("main")  # a blocking example runs here
+        if main is not None:
+            trio.run(main) if loop == "trio" else asyncio.run(main())
+    finally:
+        if phrase in WARM:
+            stop_keeper([sys.executable, "-m", "agy_host.cli.main"], os.environ)
     out = capsys.readouterr().out
-    if phrase == "fix the failing test":
-        assert out == "HELLO" + "stop None\n", out
-    elif phrase == "use the add tool":
-        assert out == "tool result: 42\n", out
-    elif phrase == "tidy the imports":
-        assert out == "the agent asks: Run fake_tool?\n", out
-    elif phrase == "plan the change":
-        assert out == "fake-model-low 2 14\n", out
-    elif phrase == "list the failing tests":
-        assert out == "2 ['test_a', 'test_b']\n", out
+    if phrase in OUTPUTS:
+        assert out == OUTPUTS[phrase], out
     else:
         assert out.startswith("1 "), out
 
 
-def test_the_blocking_harness_example_runs(
-    place: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+#: What the scripted model API answers for each harness example, and what
+#: the example prints (a callable checks what varies).
+HARNESS: dict[str, tuple[dict[str, Any], Any]] = {
+    "summarise README.md": (
+        {"turns": [[[{"text": "A README about agy-host."}]]]},
+        lambda out: out.startswith("A README about agy-host. stop 0 py-"),
+    ),
+    "order 5 apples": (
+        {
+            "turns": [
+                [
+                    [{"call": {"name": "lookup_sku", "args": {"fruit": "apple"}}}],
+                    [
+                        {"text": '```json\n{"sku": "SKU-APP-123", "count": 5}\n```'},
+                        {"usage": {"input": 30, "output": 12}},
+                    ],
+                ]
+            ]
+        },
+        "Order(sku='SKU-APP-123', count=5) 42\nTrue\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("phrase", sorted(HARNESS))
+@pytest.mark.parametrize("loop", ["trio", "asyncio"])
+def test_the_harness_examples_run(
+    place: Path, phrase: str, loop: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """The real Antigravity harness binary, against the scripted model API."""
     from tests.parity.rigs import harness_binary
 
+    source = block(phrase)
+    if "async def main" not in source and loop == "asyncio":
+        pytest.skip("a blocking example: no loop of its own")
     try:
         binary = harness_binary()
     except RuntimeError as exc:
@@ -112,14 +190,17 @@ def test_the_blocking_harness_example_runs(
         if problem:
             pytest.skip(problem)
         raise AssertionError(str(exc)) from exc
-    model = ModelApiProcess(place / "model", {"turns": [[[{"text": "A README about agy-host."}]]]})
+    script, expected = HARNESS[phrase]
+    model = ModelApiProcess(place / "model", script)
     try:
         config = Path(os.environ["XDG_CONFIG_HOME"]) / "agy-host" / "config.toml"
         config.parent.mkdir(parents=True)
         config.write_text(tomli_w.dumps({"harness": {"bin": binary, "base_url": model.url}}))
         monkeypatch.setenv("GEMINI_API_KEY", "test-key")
-        execute(block('engine="harness"'), None)
+        main = execute(source, None).get("main")  # a blocking example runs here
+        if main is not None:
+            trio.run(main) if loop == "trio" else asyncio.run(main())
     finally:
         model.close()
     out = capsys.readouterr().out
-    assert out.startswith("A README about agy-host. stop 0 py-"), out
+    assert expected(out) if callable(expected) else out == expected, out
