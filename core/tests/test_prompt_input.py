@@ -24,6 +24,7 @@ from agy_host.runtime.prompt_input import (
     describe,
     pasted_images,
     read_system_prompt,
+    size_text,
 )
 
 PNG = base64.b64decode(
@@ -97,6 +98,32 @@ def test_text_that_only_mentions_a_path_is_left_alone(work: Path) -> None:
     assert pasted_images("see /no/such/file.png please", str(work)) == ("see /no/such/file.png please", [])
 
 
+def test_an_at_path_that_is_no_file_is_told_and_sent_as_text(work: Path) -> None:
+    """Issue 26 item 12: ``@missing.md`` used to go out as text with no word;
+    a mention (``@alice``) or an address stays quiet."""
+    told: list[tuple[str, str]] = []
+    text = "read @missing.md, @src/nope and @src, ping @alice (mail bob@example.com)"
+    blocks = build_prompt(text, cwd=str(work), note=lambda level, message: told.append((level, message)))
+    assert blocks == [TextBlock(text=text)]
+    assert told == [
+        ("warning", f"@missing.md: no such file ({work / 'missing.md'}), sent as text"),
+        ("warning", f"@src/nope: no such file ({work / 'src' / 'nope'}), sent as text"),
+        ("warning", "@src is a directory, sent as text (attach its files one by one)"),
+    ]
+
+
+def test_each_attachment_is_told_with_its_size(work: Path) -> None:
+    told: list[tuple[str, str]] = []
+    build_prompt(
+        "see @notes.md",
+        cwd=str(work),
+        images=["shot one.png"],
+        note=lambda level, message: told.append((level, message)),
+    )
+    assert told == [("info", "attached image shot one.png (70 bytes)"), ("info", "attached file notes.md (8 bytes)")]
+    assert size_text(1) == "1 byte" and size_text(1536) == "1.5 KiB" and size_text(3 * 1024 * 1024) == "3.0 MiB"
+
+
 def test_system_prompt_from_a_file(work: Path) -> None:
     (work / "sys.md").write_text("You review code.")
     assert read_system_prompt("@sys.md", str(work)) == "You review code."
@@ -147,6 +174,19 @@ def test_acp_agent_receives_files_and_images(
         "mimeType": "text/x-python",
         "text": "print('hi')\n",
     }
+
+
+@pytest.mark.skipif("acp" not in ENGINES, reason="the ACP engine is not installed")
+def test_the_cli_warns_of_a_missing_file_and_tells_an_attached_one(
+    env: dict[str, str], work: Path, fake_acp_agent: Callable[..., Any]
+) -> None:
+    agent = fake_acp_agent("echo")
+    code, _, err = ask(env, work, "--engine", "acp", "--agent", agent.command_line, "read @missing.md and @notes.md")
+    assert code == 0, err
+    assert f"agy-host: warning: @missing.md: no such file ({work / 'missing.md'}), sent as text" in err
+    assert "agy-host: attached file notes.md (8 bytes)" in err
+    [prompt] = [m["params"]["prompt"] for m in agent.requests("session/prompt")]
+    assert [b["type"] for b in prompt] == ["text", "resource"]
 
 
 @pytest.mark.skipif("acp" not in ENGINES, reason="the ACP engine is not installed")

@@ -14,7 +14,10 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -108,6 +111,29 @@ PRIVATE_PREFIXES = ("runtime", "cli", "builtins", "plugins", "api._", "keeper")
 
 def test_the_exports_are_pinned() -> None:
     assert sorted(agy_host.__all__) == sorted(EXPORTS)
+
+
+def test_dir_lists_the_whole_public_api_and_nothing_else() -> None:
+    """Issue 26 item 12: the names load lazily, so without ``__dir__`` a
+    fresh ``dir(agy_host)`` showed 4 of them (and the module's helpers)."""
+    fresh = subprocess.run(
+        [sys.executable, "-c", "import agy_host, json; print(json.dumps(dir(agy_host)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(fresh.stdout) == sorted(EXPORTS)
+
+
+def test_every_event_a_program_receives_is_in_the_python_docs() -> None:
+    """Issue 26 item 12: ``ToolUseRequested`` reached programs undocumented."""
+    from typing import get_args
+
+    from agy_host.contract.events import HostEvent
+
+    page = (REPO / "docs" / "python.md").read_text()
+    missing = [event.__name__ for event in get_args(HostEvent) if f"`{event.__name__}`" not in page]
+    assert missing == []
 
 
 @pytest.mark.parametrize("name", EXPORTS)

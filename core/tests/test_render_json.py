@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from agy_host.builtins.json_times import rounded_times
 from agy_host.builtins.renderers import JsonRenderer, QuietRenderer
 from agy_host.cli.ask_report import AskReport
 from agy_host.cli.exit_codes import EXIT_CODES
@@ -153,3 +154,34 @@ def test_a_real_run_ends_with_the_documented_done(cli: typing.Any) -> None:
     assert done["type"] == "done"
     assert set(done) - {"type", "version"} == DONE_FIELDS
     assert done["conversation_id"] == lines[-2]["conversation_id"]
+
+
+def _times(value: typing.Any) -> list[float]:
+    """Every float under a key ending in ``_s``, anywhere in ``value``."""
+    if isinstance(value, dict):
+        found = [v for k, v in value.items() if k.endswith("_s") and isinstance(v, float)]
+        return found + [t for v in value.values() for t in _times(v)]
+    return [t for v in value for t in _times(v)] if isinstance(value, list) else []
+
+
+def test_json_times_are_to_the_millisecond_and_costs_are_not_touched() -> None:
+    """Issue 26 item 12: a measured duration printed as 17 digits."""
+    buf = io.StringIO()
+    renderer = JsonRenderer(RenderOptions(stream=buf))
+    usage = events.UsageCounts(input_tokens=3, cost_amount=0.123456789, cost_currency="USD")
+    renderer.handle(events.ToolCard(call_id="t", name="read", status="done", duration_s=0.12345678901))
+    renderer.handle(events.TurnEnded(stop_reason="stop", duration_s=1.23456789012, usage=usage))
+    tool, end = (json.loads(line) for line in buf.getvalue().splitlines())
+    assert (tool["duration_s"], end["duration_s"]) == (0.123, 1.235)
+    assert end["usage"]["cost_amount"] == 0.123456789
+    doc = rounded_times({"idle_s": 2.0004999, "sessions": [{"started_s": 1.9999999}], "cost": 0.123456789})
+    assert doc == {"idle_s": 2.0, "sessions": [{"started_s": 2.0}], "cost": 0.123456789}
+
+
+def test_a_real_run_and_ask_print_times_to_the_millisecond(cli: typing.Any) -> None:
+    code, out, _ = cli("run", "--format", "json", "!tool", "hi")
+    assert code == 0
+    code, report, _ = cli("ask", "--format", "json", "hi")
+    assert code == 0
+    times = [t for line in [*out.splitlines(), report] for t in _times(json.loads(line))]
+    assert times and all(round(t, 3) == t for t in times), times

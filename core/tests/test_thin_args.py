@@ -48,8 +48,9 @@ TAKEN = {
     "equals": ["--session=w", "--format=quiet", "--model=m", "--keep-alive=30", "hi"],
     "options after the words": ["hi", "there", "--session", "w", "--effort", "high", "--mode", "plan"],
     "numbers": ["-s", "w", "--timeout", "2.5", "--inactivity", "0", "--max-tokens", "900", "--max-cost", "1.5", "x"],
-    "switches": ["-s", "w", "--skip-permissions", "--no-digest", "--no-wait", "x"],
-    "other switches": ["-s", "w", "--ask-permissions", "--digest", "x"],
+    "switches": ["-s", "w", "--no-digest", "--no-wait", "x"],
+    "other switches": ["-s", "w", "--digest", "x"],
+    "permissions skip": ["-s", "w", "--permissions", "skip", "x"],
     "agent and policy": ["-s", "w", "--agent", "gemini --acp", "--permissions", "deny", "x"],
     "system prompt": ["-s", "w", "--system-prompt", "be brief", "x"],
     "last one wins": ["-s", "a", "-s", "b", "-f", "json", "-f", "text", "x"],
@@ -102,6 +103,8 @@ LEFT = {
     "a missing --cwd": ["-s", "w", "--cwd", "/no/such/dir", "x"],
     "a missing --add-dir": ["-s", "w", "--add-dir", "/no/such/dir", "x"],
     "--system-prompt @FILE": ["-s", "w", "--system-prompt", "@prompt.md", "x"],
+    "deprecated --skip-permissions": ["-s", "w", "--skip-permissions", "x"],
+    "deprecated --ask-permissions": ["-s", "w", "--ask-permissions", "x"],
 }
 
 

@@ -7,7 +7,8 @@ Programs drive agents with :func:`open_session` and :func:`run` (see
     from agy_host import hookimpl
 
 The public types are re-exported lazily, so ``import agy_host`` stays cheap on
-the CLI's startup path.
+the CLI's startup path; ``dir(agy_host)`` and ``__all__`` list all of them
+(``__dir__`` below), so a REPL's completion and ``help()`` find the whole API.
 """
 
 from __future__ import annotations
@@ -340,3 +341,9 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The public API, the lazy names included (a module's own ``dir()``
+    would list only what was imported so far, and its helpers)."""
+    return sorted(__all__)

@@ -398,7 +398,7 @@ async def test_denied_tools_on_new_builds(tmp_path: Path, fake_agy: Fake) -> Non
     done = {a.name: a for a in of_type(acts, ToolDoneActivity)}  # the last card state per tool
     assert done["view_file"].output == "3 lines, 44 bytes" and not done["view_file"].denied
     assert done["write_to_file"].denied and done["run_command"].denied
-    assert any("denied 2 tool call(s)" in n and "--skip-permissions" in n for n in notices(acts))
+    assert any("denied 2 tool call(s)" in n and "--permissions skip" in n for n in notices(acts))
     assert outcome_of(acts).status == "ok"
 
 

@@ -18,6 +18,7 @@ from typing import IO
 import msgspec
 
 from agy_host import hookimpl
+from agy_host.builtins.json_times import ms
 from agy_host.builtins.render_common import (
     SANDBOX_NOTICE,
     UsageTally,
@@ -222,6 +223,8 @@ class JsonRenderer:
         self._raw: IO[bytes] | None = getattr(self.out, "buffer", None) if encoding == "utf8" else None
 
     def handle(self, event: HostEvent) -> None:
+        if isinstance(event, (TurnEnded, ToolCard)) and event.duration_s is not None:
+            event = msgspec.structs.replace(event, duration_s=ms(event.duration_s))  # docs/json-events.md
         body = self._enc.encode(event)
         raw = self._raw
         if raw is None:

@@ -31,7 +31,8 @@ HELP = """Drive coding agents (Google Antigravity first) from the terminal.
 agy-host runs one agent turn per `run` (or many in `chat`, or a one-shot
 delegation with `ask`), streams the answer, and keeps each named session
 bound to its agent conversation so a later `--session NAME` continues it.
-Engines (how agy-host talks to an agent: ACP, stream-json) and plugins are
+Engines (how agy-host talks to an agent: acp for any ACP agent, stream-json
+for the agy CLI, harness for Google's Antigravity harness) and plugins are
 separate packages; `agy-host plugins` lists what is installed and
 `agy-host doctor` checks that it works, without spending tokens.
 

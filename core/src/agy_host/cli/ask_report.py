@@ -51,6 +51,9 @@ def print_report(report: AskReport, fmt: str, *, why: str = "") -> None:
     """The report; ``why`` says what an exit 5 refused (the status line only:
     a refusal chosen on purpose is no error)."""
     if fmt == "json":
+        from agy_host.builtins.json_times import ms
+
+        report = msgspec.structs.replace(report, duration_s=ms(report.duration_s))
         sys.stdout.write(msgspec.json.encode(report).decode() + "\n")
         sys.stdout.flush()
         return

@@ -152,6 +152,7 @@ class Chat:
                 cwd=self.cwd,
                 detect_pasted=True,
                 max_bytes=self.host.config.prompt.max_attachment_bytes,
+                note=lambda level, message: self.say(message, "yellow" if level == "warning" else "dim"),
             )
         except PromptInputError as exc:
             self.say(f"not sent: {exc}", "red")

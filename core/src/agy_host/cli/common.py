@@ -29,10 +29,14 @@ def check_format(fmt: str, allowed: tuple[str, ...] = ("text", "json")) -> str:
 
 
 def print_json(value: Any) -> None:
-    """One JSON document on stdout (msgspec Structs encode as they are)."""
+    """One JSON document on stdout (msgspec Structs encode as they are;
+    times to the millisecond)."""
     import msgspec
 
-    sys.stdout.write(msgspec.json.format(msgspec.json.encode(value), indent=2).decode() + "\n")
+    from agy_host.builtins.json_times import rounded_times
+
+    body = msgspec.json.encode(rounded_times(msgspec.to_builtins(value)))
+    sys.stdout.write(msgspec.json.format(body, indent=2).decode() + "\n")
     sys.stdout.flush()
 
 

@@ -46,14 +46,18 @@ def register(app: typer.Typer, state: CliState) -> None:
 
     @group.command(
         "set",
-        help="Set KEY (dotted, e.g. turn.timeout_minutes) to VALUE in the config file, atomically.",
+        help="Set KEY to VALUE in the config file, atomically; KEY is dotted, as in turn.timeout_minutes.",
         # so that ``config set turn.timeout_minutes -4`` reaches the validator
         # (and its clear message) instead of being parsed as an option
         context_settings={"ignore_unknown_options": True},
     )
     def set_(
-        key: Annotated[str, typer.Argument(help="Dotted key, e.g. engine, model, turn.timeout_minutes, acp.bin.")],
-        value: Annotated[str, typer.Argument(help="The value; parsed by the key's type (true/false, numbers).")],
+        key: Annotated[
+            str, typer.Argument(help="Dotted key, e.g. engine, model, turn.timeout_minutes, acp.bin.", metavar="KEY")
+        ],
+        value: Annotated[
+            str, typer.Argument(help="The value; parsed by the key's type (true/false, numbers).", metavar="VALUE")
+        ],
     ) -> None:
         from agy_host import config
 

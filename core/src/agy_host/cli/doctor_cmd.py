@@ -44,8 +44,12 @@ def register(app: typer.Typer, state: CliState) -> None:
     @app.command("doctor", help=DOCTOR_HELP)
     def doctor(
         fmt: FormatOption = "text",
-        engine: Annotated[str | None, typer.Option("--engine", "-e", help="Check this engine instead.")] = None,
-        agent: Annotated[str | None, typer.Option("--agent", help="Check this agent command or profile.")] = None,
+        engine: Annotated[
+            str | None, typer.Option("--engine", "-e", help="Check this engine instead.", metavar="NAME")
+        ] = None,
+        agent: Annotated[
+            str | None, typer.Option("--agent", help="Check this agent command or profile.", metavar="CMD")
+        ] = None,
     ) -> None:
         check_format(fmt)
         host = state.host(engine=engine, agent=agent)

@@ -48,7 +48,9 @@ def register(app: typer.Typer, state: CliState) -> None:
 
     @app.command("engine", help=ENGINE_HELP)
     def engine(
-        name: Annotated[str | None, typer.Argument(help="Engine to select and save in the config.")] = None,
+        name: Annotated[
+            str | None, typer.Argument(help="Engine to select and save in the config.", metavar="NAME")
+        ] = None,
         fmt: FormatOption = "text",
     ) -> None:
         check_format(fmt)
@@ -61,8 +63,10 @@ def register(app: typer.Typer, state: CliState) -> None:
     @app.command("models", help="List the models the selected engine can run (may start the agent).")
     def models(
         fmt: FormatOption = "text",
-        engine_name: Annotated[str | None, typer.Option("--engine", "-e", help="Engine to ask.")] = None,
-        agent: Annotated[str | None, typer.Option("--agent", help="Agent command or profile.")] = None,
+        engine_name: Annotated[
+            str | None, typer.Option("--engine", "-e", help="Engine to ask.", metavar="NAME")
+        ] = None,
+        agent: Annotated[str | None, typer.Option("--agent", help="Agent command or profile.", metavar="CMD")] = None,
     ) -> None:
         check_format(fmt)
         host = state.host(engine=engine_name, agent=agent)

@@ -53,6 +53,7 @@ def end_of_run(
 
 def print_done(session: str, result: TurnResult | None, code: int, error: str) -> None:
     """``--format json``'s last line (docs/json-events.md)."""
+    from agy_host.builtins.json_times import ms
     from agy_host.contract.events import EVENT_SCHEMA_VERSION
 
     done = {
@@ -64,7 +65,7 @@ def print_done(session: str, result: TurnResult | None, code: int, error: str) -
         "conversation_id": result.conversation_id if result else None,
         "usage": result.usage if result else None,
         "cumulative_usage": result.cumulative_usage if result else None,
-        "duration_s": result.duration_s if result else None,
+        "duration_s": ms(result.duration_s) if result else None,
         "error": (result.error if result else error) or None,
     }
     sys.stdout.write(msgspec.json.encode(done).decode() + "\n")

@@ -163,9 +163,11 @@ def register(app: typer.Typer, state: CliState) -> None:
 
     @sessions.command("show", help="Show one session: its bindings and transcript (exit 4 if unknown).")
     def sessions_show(
-        name: Annotated[str, typer.Argument(help="Host session name.")],
+        name: Annotated[str, typer.Argument(help="Host session name.", metavar="NAME")],
         fmt: FormatOption = "text",
-        last: Annotated[int, typer.Option("--last", "-n", help="Show only the last N turns (0: all).", min=0)] = 0,
+        last: Annotated[
+            int, typer.Option("--last", "-n", help="Show only the last N turns (0: all).", min=0, metavar="N")
+        ] = 0,
     ) -> None:
         from agy_host.builtins.transcripts import read_transcript
 
@@ -197,7 +199,9 @@ def register(app: typer.Typer, state: CliState) -> None:
         names: Annotated[list[str], typer.Argument(help="Host session name(s).", metavar="NAME...")],
         engine_name: Annotated[
             str | None,
-            typer.Option("--engine", "-e", help="Only drop this engine's binding(s); keep the transcript."),
+            typer.Option(
+                "--engine", "-e", help="Only drop this engine's binding(s); keep the transcript.", metavar="NAME"
+            ),
         ] = None,
     ) -> None:
         from agy_host.builtins.transcripts import delete_transcript
@@ -241,8 +245,10 @@ def register(app: typer.Typer, state: CliState) -> None:
 
     @sessions.command("forget", help="Forget a session's binding on the selected engine (exit 4 if unknown).")
     def sessions_forget(
-        name: Annotated[str, typer.Argument(help="Host session name.")],
-        engine_name: Annotated[str | None, typer.Option("--engine", "-e", help="Engine whose binding to drop.")] = None,
+        name: Annotated[str, typer.Argument(help="Host session name.", metavar="NAME")],
+        engine_name: Annotated[
+            str | None, typer.Option("--engine", "-e", help="Engine whose binding to drop.", metavar="NAME")
+        ] = None,
     ) -> None:
         from agy_host.cli.info_cmds import engine_or_fail
 

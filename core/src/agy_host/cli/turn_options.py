@@ -79,12 +79,22 @@ Inactivity = Annotated[
 ]
 Permissions = Annotated[
     str | None,
-    typer.Option("--permissions", help="Permission policy: auto, deny, ask, rules, or a plugin's.", metavar="POLICY"),
+    typer.Option(
+        "--permissions",
+        help="Permission policy: auto, deny, ask, rules, or a plugin's; "
+        "skip: the agent runs its tools without asking (and auto answers what it still asks).",
+        metavar="POLICY",
+    ),
 ]
+#: ``--permissions skip``: the agent's own run-without-asking mode (:func:`_skip`).
+SKIP = "skip"
 SkipPermissions = Annotated[
     bool | None,
     typer.Option(
-        "--skip-permissions/--ask-permissions", help="Let the agent run tools without asking.", show_default=False
+        "--skip-permissions/--ask-permissions",
+        help="Deprecated: --permissions skip.",
+        show_default=False,
+        hidden=True,
     ),
 ]
 SystemPrompt = Annotated[
@@ -228,6 +238,7 @@ def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
     except PromptInputError as exc:
         fail(str(exc), ExitCode.USAGE)
     passed = {name: given[name] for name in _PASSED if name in given}
+    passed.update(_skip(given.get("permissions"), given.get("skip_permissions")))
     return {
         **passed,
         "session": session or generate_session_name(prefix),
@@ -244,6 +255,24 @@ def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
         "trace": _trace(given.get("trace")),
         "keep_alive_min": given.get("keep_alive"),
     }
+
+
+def _skip(permissions: str | None, switch: bool | None) -> dict[str, Any]:
+    """``--permissions skip`` as the turn takes it: the agent's own
+    run-without-asking mode (``skip_permissions``), and ``auto`` for what an
+    agent without one still asks. The old switches work as they did, with a
+    notice saying what replaces them."""
+    if switch:
+        typer.echo(f"agy-host: warning: --skip-permissions is deprecated; use --permissions {SKIP}", err=True)
+    elif switch is not None:
+        typer.echo(
+            "agy-host: warning: --ask-permissions is deprecated; the agent asks unless --permissions skip "
+            "(or the config's skip_permissions) says otherwise",
+            err=True,
+        )
+    if permissions == SKIP:
+        return {"permissions": "auto", "skip_permissions": True}
+    return {}
 
 
 def _dirs(given: list[Path]) -> list[str]:
@@ -330,8 +359,16 @@ def open_host(state: CliState, opts: TurnOptions, host: Host | None = None) -> t
 
 def prompt_blocks(host: Host, engine: EngineT, opts: TurnOptions, prompt: str) -> list[PromptBlock]:
     """The prompt's blocks: its text, ``@path`` and ``--file`` resources,
-    ``--image`` images, checked against what the engine takes (exit 2)."""
+    ``--image`` images, checked against what the engine takes (exit 2).
+    Each attached file is told on stderr (not with ``--format quiet``), and
+    an ``@path`` sent as text is warned about."""
     from agy_host.runtime.prompt_input import PromptInputError, prepare
+
+    def note(level: str, message: str) -> None:
+        if level == "warning":
+            host.warn(message)
+        elif opts.fmt != "quiet":
+            typer.echo(f"agy-host: {message}", err=True)
 
     try:
         return prepare(
@@ -341,6 +378,7 @@ def prompt_blocks(host: Host, engine: EngineT, opts: TurnOptions, prompt: str) -
             files=opts.files,
             images=opts.images,
             max_bytes=host.config.prompt.max_attachment_bytes,
+            note=note,
         )
     except PromptInputError as exc:
         raise SetupFailed(str(exc), ExitCode.USAGE, host) from exc

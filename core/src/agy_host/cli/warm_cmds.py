@@ -32,7 +32,7 @@ def _ask(state: CliState, frame: wire.Status | wire.Stop | wire.Cancel) -> wire.
 def register_warm_commands(sessions: typer.Typer, state: CliState) -> None:
     @sessions.command("status", help="Warm agents: pid, engine, agent, idle time, running turn, who is attached.")
     def sessions_status(
-        name: Annotated[str | None, typer.Argument(help="Only this session.", metavar="[NAME]")] = None,
+        name: Annotated[str | None, typer.Argument(help="Only this session.", metavar="NAME")] = None,
         fmt: FormatOption = "text",
     ) -> None:
         from agy_host.keeper import wire
@@ -62,7 +62,7 @@ def register_warm_commands(sessions: typer.Typer, state: CliState) -> None:
             )
 
     @sessions.command("cancel", help="Cancel the running turn of a warm session (its command exits 130).")
-    def sessions_cancel(name: Annotated[str, typer.Argument(help="Host session name.")]) -> None:
+    def sessions_cancel(name: Annotated[str, typer.Argument(help="Host session name.", metavar="NAME")]) -> None:
         from agy_host.keeper import wire
 
         reply = _ask(state, wire.Cancel(session=name))
@@ -73,7 +73,7 @@ def register_warm_commands(sessions: typer.Typer, state: CliState) -> None:
 
     @sessions.command("stop", help="End warm agents gracefully: one session, or --all.")
     def sessions_stop(
-        name: Annotated[str | None, typer.Argument(help="Host session name.", metavar="[NAME]")] = None,
+        name: Annotated[str | None, typer.Argument(help="Host session name.", metavar="NAME")] = None,
         every: Annotated[bool, typer.Option("--all", help="Every warm agent.")] = False,
     ) -> None:
         from agy_host.keeper import wire

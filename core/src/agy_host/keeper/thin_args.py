@@ -14,9 +14,10 @@ built-in format; ``--engine/-e``, ``--agent``, ``--model/-m``,
 ``--effort``, ``--mode``, ``--permissions``; ``--cwd``, ``--add-dir``;
 ``--timeout``, ``--inactivity``, ``--max-tokens``, ``--max-cost``,
 ``--keep-alive``; ``--system-prompt TEXT`` (not ``@FILE``);
-``--skip-permissions/--ask-permissions``, ``--digest/--no-digest``,
-``--verbose/-v``, ``--no-wait``; each as ``--flag VALUE``, ``--flag=VALUE``
-or ``-x VALUE``.
+``--digest/--no-digest``, ``--verbose/-v``, ``--no-wait``; each as
+``--flag VALUE``, ``--flag=VALUE`` or ``-x VALUE``. ``--permissions skip``
+is read as the normal path reads it; the deprecated
+``--skip-permissions/--ask-permissions`` go the normal way, which says so.
 """
 
 from __future__ import annotations
@@ -56,8 +57,6 @@ _VALUED = {
 }
 #: Flags without a value -> (field, value).
 _SWITCHES = {
-    "--skip-permissions": ("skip_permissions", True),
-    "--ask-permissions": ("skip_permissions", False),
     "--digest": ("digest", True),
     "--no-digest": ("digest", False),
     "--verbose": ("verbose", True),
@@ -168,6 +167,7 @@ def _checked(words: list[str], given: dict[str, Any], add_dirs: list[str]) -> Th
     system = given.get("system_prompt")
     if system is not None and system.startswith("@") and len(system) > 1:
         raise Unsupported("--system-prompt @FILE")
+    skip = given.get("permissions") == "skip"  # as turn_options._skip reads it
     return ThinArgs(
         prompt=prompt,
         session=session,
@@ -178,8 +178,8 @@ def _checked(words: list[str], given: dict[str, Any], add_dirs: list[str]) -> Th
         model=given.get("model"),
         effort=given.get("effort"),
         mode=given.get("mode"),
-        permissions=given.get("permissions"),
-        skip_permissions=given.get("skip_permissions"),
+        permissions="auto" if skip else given.get("permissions"),
+        skip_permissions=True if skip else None,
         verbose=bool(given.get("verbose", False)),
         system_prompt=system,
         digest=given.get("digest"),

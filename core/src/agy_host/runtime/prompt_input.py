@@ -3,7 +3,9 @@
 Reusable by every command that sends prompts (``run``, ``chat``, ``ask``):
 
 * ``@path`` in the prompt text attaches that file, if it exists (an ``@name``
-  that is no file stays text: it may be a mention or an e-mail address);
+  that is no file stays text: it may be a mention or an e-mail address; one
+  that looks like a path, ``@missing.md``, ``@src/x``, is sent as text with
+  a warning that names the file it looked for);
 * ``--file PATH`` attaches a file, ``--image PATH`` an image (a file with an
   image extension is an image either way);
 * in ``chat``, a pasted path to an image (terminals paste dragged files as
@@ -11,7 +13,8 @@ Reusable by every command that sends prompts (``run``, ``chat``, ``ask``):
 * ``--system-prompt TEXT`` or ``--system-prompt @FILE``.
 
 Text files become embedded resources (``file://`` URIs), images become image
-blocks. Whether the agent takes them is checked twice: here against the
+blocks; each attachment is told (which file, how big), so a file sent
+without the user knowing is never a surprise. Whether the agent takes them is checked twice: here against the
 engine's capabilities (stream-json takes no images), and by the engine
 against what the agent advertised (ACP ``promptCapabilities``), each time
 with an error that says what was refused and why, never a silent drop.
@@ -20,11 +23,12 @@ with an error that says what was refused and why, never a silent drop.
 from __future__ import annotations
 
 import base64
+import logging
 import mimetypes
 import re
 import shlex
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,6 +43,19 @@ DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 #: ``@path`` tokens: after start or whitespace, up to the next whitespace.
 _AT_PATH = re.compile(r"(?:(?<=\s)|^)@((?:\\ |[^\s])+)")
 _TRAILING = ".,;:!?)]}'\""
+#: An ``@name`` that looks like a file: a directory part, or an extension.
+_FILE_LIKE = re.compile(r"[/\\]|^~|\.[A-Za-z0-9]{1,10}$")
+
+#: ``note(level, message)``: what the caller shows the user about a prompt's
+#: files; ``level`` is ``info`` (a file attached) or ``warning`` (an ``@path``
+#: sent as text).
+Note = Callable[[str, str], None]
+
+
+def log_note(level: str, message: str) -> None:
+    """The default :data:`Note`: the ``agy_host`` logger (a warning shows on
+    stderr in a program that configured no logging)."""
+    logging.getLogger("agy_host").log(logging.WARNING if level == "warning" else logging.INFO, message)
 
 
 class PromptInputError(Exception):
@@ -97,18 +114,45 @@ def _resolve(raw: str, cwd: str) -> Path:
 
 def at_paths(text: str, cwd: str) -> list[Path]:
     """The files ``@path`` tokens in ``text`` name (existing files only, once each)."""
+    return at_mentions(text, cwd)[0]
+
+
+def at_mentions(text: str, cwd: str) -> tuple[list[Path], list[str]]:
+    """The files ``@path`` tokens name (once each), and why each ``@path``
+    that looks like a file (:data:`_FILE_LIKE`) but is none stays text."""
     found: list[Path] = []
+    unsent: list[str] = []
     for match in _AT_PATH.finditer(text):
         raw = match.group(1).replace("\\ ", " ")
-        for candidate in (raw, raw.rstrip(_TRAILING)):
-            if not candidate:
-                continue
-            path = _resolve(candidate, cwd)
-            if path.is_file():
-                if path not in found:
-                    found.append(path)
-                break
-    return found
+        hit = next((p for c in (raw, raw.rstrip(_TRAILING)) if c and (p := _resolve(c, cwd)).is_file()), None)
+        if hit is not None:
+            if hit not in found:
+                found.append(hit)
+            continue
+        name = raw.rstrip(_TRAILING)
+        path = _resolve(name, cwd) if name else None
+        if path is not None and path.is_dir():
+            unsent.append(f"@{name} is a directory, sent as text (attach its files one by one)")
+        elif path is not None and _FILE_LIKE.search(name):
+            unsent.append(f"@{name}: no such file ({path}), sent as text")
+    return found, unsent
+
+
+def size_text(size: int) -> str:
+    """``812 bytes``, ``1.2 KiB``, ``3.4 MiB``."""
+    if size < 1024:
+        return f"{size} byte{'s' * (size != 1)}"
+    return f"{size / 1024:.1f} KiB" if size < 1024 * 1024 else f"{size / 1024 / 1024:.1f} MiB"
+
+
+def _attached(path: Path, cwd: str, block: PromptBlock) -> str:
+    """``attached notes.md (1.2 KiB)``: which file, as the user would name it, and how big."""
+    try:
+        shown = str(path.relative_to(Path(cwd).resolve()))
+    except ValueError:
+        shown = str(path)
+    kind = "image" if isinstance(block, ImageBlock) else "file"
+    return f"attached {kind} {shown} ({size_text(path.stat().st_size)})"
 
 
 def pasted_images(text: str, cwd: str) -> tuple[str, list[Path]]:
@@ -145,9 +189,11 @@ def build_prompt(
     expand_at: bool = True,
     detect_pasted: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    note: Note = log_note,
 ) -> list[PromptBlock]:
     """The prompt blocks of one turn: the text first, then attachments in the
-    order given (``--file``, ``--image``, ``@path``, pasted images)."""
+    order given (``--file``, ``--image``, ``@path``, pasted images). Each
+    attachment, and each ``@path`` left as text, is told to ``note``."""
     paths: list[Path] = []
     if detect_pasted:
         text, pasted = pasted_images(text, cwd)
@@ -163,11 +209,16 @@ def build_prompt(
         if not is_image(resolved):
             raise PromptInputError(f"--image {image}: not an image ({', '.join(sorted(IMAGE_TYPES))})")
     if expand_at:
-        paths.extend(p for p in at_paths(text, cwd) if p not in paths)
+        found, unsent = at_mentions(text, cwd)
+        paths.extend(p for p in found if p not in paths)
+        for why in unsent:
+            note("warning", why)
     paths.extend(p for p in pasted if p not in paths)
     blocks: list[PromptBlock] = [TextBlock(text=text)] if text else []
-    blocks.extend(attachment(p, max_bytes) for p in paths)
-    return blocks
+    attached = [attachment(p, max_bytes) for p in paths]  # all read before any is told
+    for path, block in zip(paths, attached, strict=True):
+        note("info", _attached(path, cwd, block))
+    return blocks + attached
 
 
 def check_blocks(blocks: Sequence[PromptBlock], engine: Engine) -> None:
@@ -200,12 +251,24 @@ def prepare(
     images: Sequence[str | Path] = (),
     detect_pasted: bool = False,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    note: Note = log_note,
 ) -> list[PromptBlock]:
     """:func:`build_prompt` + :func:`check_blocks`: the blocks to hand
     ``TurnLayer.run_turn`` (an engine without embedded resources inlines
-    files itself)."""
-    blocks = build_prompt(text, cwd=cwd, files=files, images=images, detect_pasted=detect_pasted, max_bytes=max_bytes)
+    files itself). ``note`` hears about the files once the prompt passed."""
+    told: list[tuple[str, str]] = []
+    blocks = build_prompt(
+        text,
+        cwd=cwd,
+        files=files,
+        images=images,
+        detect_pasted=detect_pasted,
+        max_bytes=max_bytes,
+        note=lambda level, message: told.append((level, message)),
+    )
     check_blocks(blocks, engine)
+    for level, message in told:
+        note(level, message)
     return blocks
 
 
@@ -221,7 +284,9 @@ def describe(blocks: Sequence[PromptBlock]) -> str:
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "IMAGE_TYPES",
+    "Note",
     "PromptInputError",
+    "at_mentions",
     "at_paths",
     "attachment",
     "build_prompt",
@@ -230,7 +295,9 @@ __all__ = [
     "file_block",
     "image_block",
     "is_image",
+    "log_note",
     "pasted_images",
     "prepare",
     "read_system_prompt",
+    "size_text",
 ]

@@ -102,7 +102,9 @@ def agy_host_register_commands(app: typer.Typer) -> None:
 
     @app.command("acp-auth")
     def acp_auth(
-        agent: str = _typer.Option(None, "--agent", help="ACP agent command or profile (default: Antigravity)."),
+        agent: str = _typer.Option(
+            None, "--agent", help="ACP agent command or profile (default: Antigravity).", metavar="CMD"
+        ),
         method: str | None = _typer.Option(
             None,
             "--method",

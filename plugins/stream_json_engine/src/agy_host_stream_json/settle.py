@@ -67,7 +67,7 @@ def report_denials(turn: Turn, result: Result) -> None:
     message = f"agy was denied {len(mapper.denied)} tool call(s) that need permission: {names}."
     if not turn.request.skip_permissions:
         message += (
-            " agy cannot ask for permission in stream-json mode; run with --skip-permissions"
+            " agy cannot ask for permission in stream-json mode; run with --permissions skip"
             " (config `skip_permissions = true`) to let it run them."
         )
     turn.handle.emit(NoticeActivity(level="warning", message=message, code="denied"))
