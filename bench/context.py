@@ -25,10 +25,22 @@ class Sizes:
     #: Google's harness spends a few ms per streamed model chunk itself: 10,000
     #: chunks is about half a minute per client run (50,000 about three).
     harness_flood: int = 10_000
+    #: B9: sessions and megabytes of transcripts in the synthetic history.
+    history_sessions: int = 2_000
+    history_mb: int = 120
 
     @classmethod
     def quick(cls) -> Sizes:
-        return cls(flood=5_000, scale_sessions=4, scale_chunks=500, bridge_calls=50, cli_runs=1, harness_flood=2_000)
+        return cls(
+            flood=5_000,
+            scale_sessions=4,
+            scale_chunks=500,
+            bridge_calls=50,
+            cli_runs=1,
+            harness_flood=2_000,
+            history_sessions=40,
+            history_mb=2,
+        )
 
 
 @dataclass

@@ -27,7 +27,7 @@ import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
-from bench import b1_flood, b2_cli, b3_bridge, b4_scale, b5_stream_json, b6_harness, b7_signals, b8_warm
+from bench import b1_flood, b2_cli, b3_bridge, b4_scale, b5_stream_json, b6_harness, b7_signals, b8_warm, b9_history
 from bench.common import REPO_ROOT
 from bench.context import Ctx, Sizes
 from bench.harness import BenchReport, log
@@ -42,6 +42,7 @@ BENCHMARKS: dict[str, Callable[[Ctx], BenchReport]] = {
     "B6": b6_harness.run,
     "B7": b7_signals.run,
     "B8": b8_warm.run,
+    "B9": b9_history.run,
 }
 
 
@@ -92,7 +93,7 @@ def precompile() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--only", default="", help="comma-separated benchmark keys (B1..B8)")
+    p.add_argument("--only", default="", help="comma-separated benchmark keys (B1..B9)")
     p.add_argument("-r", "--repeats", type=int, default=5, help="interleaved runs per client (default 5)")
     p.add_argument("--quick", action="store_true", help="tiny sizes and 1 run: a harness check, not a measurement")
     p.add_argument("--no-peers", action="store_true", help="do not install or run the peers")

@@ -23,6 +23,7 @@ import pytest
 from warm_kit import RUN_TIMEOUT, Warm, alive, events, of, until, wait_gone
 
 from agy_host.testing.agents import fake_acp_agent_command
+from agy_host.testing.store import edit_bindings
 
 pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
 
@@ -251,11 +252,10 @@ def test_a_warm_agent_another_process_went_past_is_replaced(warm: Warm) -> None:
     agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
     assert warm.run(agent, "moved", "one").returncode == 0
     [info] = warm.status()["sessions"]
-    [store] = list(warm.home.rglob("sessions.json"))
-    data = json.loads(store.read_text())
-    for binding in data["bindings"].values():
-        binding["updated_at"] = "2099-01-01T00:00:00Z"
-    store.write_text(json.dumps(data))
+    edit_bindings(
+        warm.home / ".local" / "state" / "agy-host",
+        lambda bindings: [b.update(updated_at="2099-01-01T00:00:00Z") for b in bindings.values()],
+    )
     again = warm.run(agent, "moved", "two")
     assert again.returncode == 0, again.stderr
     [after] = warm.status()["sessions"]

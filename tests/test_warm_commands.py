@@ -18,6 +18,7 @@ import pytest
 from warm_kit import RUN_TIMEOUT, Warm, alive, methods, of, read_until, until, wait_gone
 
 from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
+from agy_host.testing.store import binding_of
 
 pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
 
@@ -33,12 +34,7 @@ def warm(tmp_path: Path) -> Iterator[Warm]:
 
 
 def binding(warm: Warm, session: str) -> dict[str, Any] | None:
-    path = warm.home / ".local" / "state" / "agy-host" / "sessions.json"
-    if not path.exists():
-        return None
-    bindings = json.loads(path.read_text()).get("bindings", {})
-    found = [v for k, v in bindings.items() if k == session or k.startswith(f"{session}@")]
-    return found[0] if found else None
+    return binding_of(warm.home / ".local" / "state" / "agy-host", session)
 
 
 def chat(warm: Warm, agent: FakeAgent, session: str, *lines: str, args: tuple[str, ...] = ()) -> Any:

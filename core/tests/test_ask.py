@@ -12,6 +12,7 @@ import pytest
 
 from agy_host.cli.exit_codes import ExitCode
 from agy_host.testing.agy_cli.agent import make_fake_agy
+from agy_host.testing.store import read_bindings
 
 Cli = Callable[..., tuple[int, str, str]]
 
@@ -93,7 +94,7 @@ def test_plan_runs_agy_print_mode_and_is_resumable(cli: Cli, agy: Callable[..., 
     assert argv[argv.index("--add-dir") + 1] == str(Path.cwd())
     assert argv[-2:] == ["-p", "review this"] and "--output-format" in argv
     assert "--dangerously-skip-permissions" not in argv
-    sessions = json.loads((agy_host_home.state_dir / "sessions.json").read_text())["bindings"]
+    sessions = read_bindings(agy_host_home.state_dir)
     assert sessions["rev"]["conversation_id"] == cid and sessions["rev"]["engine"] == "stream-json"
     code, out, _ = cli("ask", "--mode", "plan", "--format", "json", "--session", "rev", "and now?")
     assert code == 0

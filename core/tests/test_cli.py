@@ -14,13 +14,13 @@ from engines.echo_engine import EchoPlugin
 from agy_host import hookimpl
 from agy_host.cli.exit_codes import EXIT_CODES, ExitCode
 from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.testing.store import read_bindings
 
 Cli = Callable[..., tuple[int, str, str]]
 
 
 def _sessions(agy_host_home: Any) -> dict[str, Any]:
-    path = agy_host_home.state_dir / "sessions.json"
-    return json.loads(path.read_text())["bindings"] if path.exists() else {}
+    return read_bindings(agy_host_home.state_dir)
 
 
 def _json_lines(out: str) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from agy_host.testing.isolation import isolated_env
+from agy_host.testing.store import read_bindings
 
 AGY_HOST = Path(sys.executable).with_name("agy-host")
 
@@ -50,8 +51,7 @@ def run(env: dict[str, str], agent: Agent, *args: str, timeout: float = 90) -> s
 
 
 def bindings(env: dict[str, str]) -> dict[str, Any]:
-    path = Path(env["XDG_STATE_HOME"]) / "agy-host" / "sessions.json"
-    return json.loads(path.read_text())["bindings"] if path.exists() else {}
+    return read_bindings(Path(env["XDG_STATE_HOME"]) / "agy-host")
 
 
 def binding_of(env: dict[str, str], session: str) -> dict[str, Any]:

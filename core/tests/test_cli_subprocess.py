@@ -15,6 +15,7 @@ import pytest
 from engines.distributions import make_dist
 
 from agy_host.testing.isolation import isolated_env
+from agy_host.testing.store import read_bindings
 
 TESTS_DIR = Path(__file__).resolve().parent
 AGY_HOST = Path(sys.executable).with_name("agy-host")
@@ -154,8 +155,7 @@ def test_run_through_an_entry_point_engine(env: dict[str, str], site: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "echo: hello\n"
     assert "session: sub" in proc.stderr
-    sessions = json.loads((Path(env["XDG_STATE_HOME"]) / "agy-host" / "sessions.json").read_text())
-    assert "sub@echo" in sessions["bindings"]
+    assert "sub@echo" in read_bindings(Path(env["XDG_STATE_HOME"]) / "agy-host")
     last = json.loads((Path(env["XDG_STATE_HOME"]) / "agy-host" / "last-driver.json").read_text())
     assert last["session"] == "sub" and last["snapshot"]["engine"] == "echo"
 

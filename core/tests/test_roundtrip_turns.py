@@ -143,7 +143,7 @@ async def rig(tmp_path: Path, script: Script, settings: RoundTripSettings) -> As
         layer = TurnLayer(
             engine=engine,
             driver=driver,
-            store=SessionStore(tmp_path / "sessions.json"),
+            store=SessionStore(tmp_path),
             plugins=Plugins({}, load_entry_points=False),
             config=config,
             sink=events.append,

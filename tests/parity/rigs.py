@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 # gives its fake the same models, as the ACP server's ``model`` option.
 from agy_host.testing.agy_cli.agent import MODELS
 from agy_host.testing.isolation import install_plugin, isolated_env
+from agy_host.testing.store import edit_bindings, read_bindings
 
 #: The environment variable that names the engine(s) to run (comma separated).
 ENGINE_ENV = "AGY_HOST_PARITY_ENGINE"
@@ -320,13 +321,16 @@ class Home:
     def rebind(self, session: str, conversation_id: str) -> None:
         """Point ``session``'s binding (whatever the engine's key) at another
         agent conversation, as if the agent had lost the one it had."""
-        [store] = list(self.home.rglob("sessions.json"))
-        data = json.loads(store.read_text())
-        keys = [k for k in data["bindings"] if k == session or k.startswith(f"{session}@")]
-        assert keys, f"no binding for {session!r} in {store}: {sorted(data['bindings'])}"
-        for key in keys:
-            data["bindings"][key]["conversation_id"] = conversation_id
-        store.write_text(json.dumps(data))
+        state = self.home / ".local" / "state" / "agy-host"
+        keys = [k for k in read_bindings(state) if k == session or k.startswith(f"{session}@")]
+        assert keys, f"no binding for {session!r} in {state}: {sorted(read_bindings(state))}"
+
+        def point(bindings: dict[str, dict[str, Any]]) -> None:
+            for key in keys:
+                if key in bindings:
+                    bindings[key]["conversation_id"] = conversation_id
+
+        edit_bindings(state, point)
 
     def run(self, session: str, prompt: str, *args: str, agent: Agent | None = None, **kw: Any) -> Run:
         """One turn: ``agy-host run --format json --session SESSION ARGS PROMPT``."""

@@ -19,6 +19,8 @@ import time
 import tomllib
 from pathlib import Path
 
+import msgspec
+
 from agy_host import config as config_mod
 from agy_host.runtime.store import STORE_FILE, SessionBinding, SessionStore
 from agy_host.testing.pytest_plugin import AgyHostHome, CliResult
@@ -33,7 +35,7 @@ WRITER = textwrap.dedent(
     from agy_host import config
 
     kind, path = sys.argv[1], Path(sys.argv[2])
-    store = SessionStore(path) if kind == "store" else None
+    store = SessionStore(path.parent) if kind == "store" else None
 
     def write(i):
         if store is not None:
@@ -62,22 +64,81 @@ def kill_mid_write(kind: str, path: Path, rounds: int = 6) -> None:
 
 
 def test_sigkill_mid_write_never_corrupts_the_session_store(tmp_path: Path) -> None:
-    path = tmp_path / STORE_FILE
-    kill_mid_write("store", path)
+    kill_mid_write("store", tmp_path / STORE_FILE)
     warnings: list[str] = []
-    store = SessionStore(path, warn=warnings.append)
-    assert warnings == []  # readable as a store: nothing moved aside
+    store = SessionStore(tmp_path, warn=warnings.append)
     assert 0 < len(store) <= 50 and all(b.agent == "x" * 20_000 for b in store.all().values())
-    assert not list(tmp_path.glob(f"{STORE_FILE}.corrupt-*"))
-    # a temp a kill stranded goes with the next process's first write; the
-    # kill lands between mkstemp and replace only sometimes, so one is always
-    # planted too (the sweep itself is pinned down in core/tests/test_fsutil.py)
-    (tmp_path / f".{STORE_FILE}.planted.tmp").write_bytes(b'{"version": 1, "bind')
-    stranded = list(tmp_path.glob(f".{STORE_FILE}.*.tmp"))
-    for temp in stranded:
+    assert warnings == []  # every session file readable: nothing moved aside
+    folder = tmp_path / "sessions"
+    assert not list(folder.glob("*.corrupt-*"))
+    # A kill between the temp's write and the rename strands the session's
+    # one temp (``.NAME.json.tmp``, written only under the store's lock): the
+    # session's next write takes it over, and ``sessions prune`` sweeps the
+    # temps of sessions never written again once they are a minute old. The
+    # kill lands there only sometimes, so both kinds are planted too.
+    (folder / ".s1.json.tmp").write_bytes(b'{"version": 2, "sess')
+    (folder / ".gone.json.tmp").write_bytes(b'{"version": 2, "sess')
+    assert store.get("gone") is None and "gone" not in store.names(), "a temp is never read as a session"
+    store.set("s1", SessionBinding(conversation_id="c"))
+    assert not (folder / ".s1.json.tmp").exists() and store.get("s1") == SessionBinding(conversation_id="c")
+    for temp in folder.glob(".*.json.tmp"):
         os.utime(temp, (0, 0))
-    store.set("after", SessionBinding(conversation_id="c"))
-    assert stranded and not list(tmp_path.glob(f".{STORE_FILE}.*.tmp"))
+    assert store.sweep_temps() >= 1 and not list(folder.glob(".*.tmp"))
+
+
+MOVER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from agy_host.runtime.store import SessionStore
+    print("ready", flush=True)
+    SessionStore(Path(sys.argv[1]))  # finds sessions.json and moves it into a file per session
+    print("moved", flush=True)
+    """
+)
+
+
+def test_sigkill_mid_move_of_the_old_store_loses_no_binding(tmp_path: Path) -> None:
+    """Issue 29: the first format's ``sessions.json`` moves into one file per
+    session. Killed (SIGKILL) at random points of the move, and started
+    again each time, the store ends with every binding of the old file, the
+    old file kept byte for byte once, and nothing moved aside as corrupt."""
+    bindings = {
+        f"{'run-20261201-120000-' + format(i, '04x') if i % 3 else f'named-{i}'}@acp:p{i % 2}": {
+            "conversation_id": f"c{i}",
+            "engine": "acp",
+            "agent": "x" * 2_000,
+            "cwd": "/p",
+            "updated_at": f"2026-12-01T12:{i % 60:02d}:00Z",
+            "last_message_count": i + 1,
+        }
+        for i in range(3_000)
+    }
+    original = (json.dumps({"version": 1, "bindings": bindings}, indent=2) + "\n").encode()
+    probe = tmp_path / "probe"  # how long a whole move takes here: the kills land inside it
+    probe.mkdir()
+    (probe / STORE_FILE).write_bytes(original)
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", MOVER, str(probe)], check=True, capture_output=True)
+    whole = time.monotonic() - started
+    state = tmp_path / "state"
+    state.mkdir()
+    (state / STORE_FILE).write_bytes(original)
+    rng = random.Random(29)
+    for _ in range(5):
+        proc = subprocess.Popen([sys.executable, "-c", MOVER, str(state)], stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.3, 0.9) * whole)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        proc.stdout.close()
+    partly = len(list((state / "sessions").glob("*.json"))) if (state / "sessions").is_dir() else 0
+    warnings: list[str] = []
+    store = SessionStore(state, warn=warnings.append)
+    assert {k: msgspec.to_builtins(b) for k, b in store.all().items()} == bindings, f"{partly} files before"
+    [kept] = state.glob(f"{STORE_FILE}.v1-*")
+    assert kept.read_bytes() == original and not (state / STORE_FILE).exists()
+    assert not list(state.rglob("*.corrupt-*")) and all("moved" in w for w in warnings), warnings
 
 
 def test_sigkill_mid_write_never_corrupts_the_config(tmp_path: Path) -> None:
@@ -104,8 +165,8 @@ CONCURRENT = textwrap.dedent(
     who, path, go = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
     while not go.exists():
         time.sleep(0.001)
-    for i in range(40):
-        SessionStore(path).set(f"{who}-{i}", SessionBinding(conversation_id=f"{who}-conv-{i}"))
+    for i in range(40):  # four sessions both processes write: each file read, changed and replaced at once
+        SessionStore(path.parent).set(f"s{i % 4}@{who}-{i}", SessionBinding(conversation_id=f"{who}-conv-{i}"))
     """
 )
 
@@ -116,9 +177,9 @@ def test_two_processes_updating_the_store_at_once_lose_no_binding(tmp_path: Path
     time.sleep(0.3)  # both interpreters started and waiting
     go.touch()
     assert [p.wait(timeout=60) for p in procs] == [0, 0]
-    bindings = SessionStore(path).all()
-    assert sorted(bindings) == sorted(f"{w}-{i}" for w in ("a", "b") for i in range(40))
-    assert all(b.conversation_id == k.replace("-", "-conv-", 1) for k, b in bindings.items())
+    bindings = SessionStore(tmp_path).all()
+    assert sorted(bindings) == sorted(f"s{i % 4}@{w}-{i}" for w in ("a", "b") for i in range(40))
+    assert all(b.conversation_id == k.split("@")[1].replace("-", "-conv-", 1) for k, b in bindings.items())
 
 
 def test_a_corrupt_store_and_config_are_moved_aside_reported_and_kept(
@@ -127,7 +188,10 @@ def test_a_corrupt_store_and_config_are_moved_aside_reported_and_kept(
     state = agy_host_home.state_home / "agy-host"
     state.mkdir(parents=True, exist_ok=True)
     store_bytes = b'{"version": 1, "bindings": {"work": {"conversation_id": "abc"'  # torn
-    (state / STORE_FILE).write_bytes(store_bytes)
+    (state / STORE_FILE).write_bytes(store_bytes)  # the first format's one file
+    session_bytes = b'{"version": 2, "session": "torn", "bindings": {"torn": {"conv'
+    (state / "sessions").mkdir()
+    (state / "sessions" / "torn.json").write_bytes(session_bytes)  # a session's own file
     config_bytes = b"[turn\ntimeout_seconds = = 5\n"
     config_path = agy_host_home.config_home / "agy-host" / "config.toml"
     config_path.parent.mkdir(parents=True, exist_ok=True)
@@ -138,9 +202,12 @@ def test_a_corrupt_store_and_config_are_moved_aside_reported_and_kept(
     result: CliResult = run("sessions", "list")
     assert result.returncode == 0, result
     [store_kept] = state.glob(f"{STORE_FILE}.corrupt-*")
+    [session_kept] = (state / "sessions").glob("torn.json.corrupt-*")
     [config_kept] = config_path.parent.glob("config.toml.corrupt-*")
     assert store_kept.read_bytes() == store_bytes and config_kept.read_bytes() == config_bytes
-    assert str(store_kept) in result.stderr and str(config_kept) in result.stderr, result  # reported, with where
+    assert session_kept.read_bytes() == session_bytes
+    for kept in (store_kept, session_kept, config_kept):
+        assert str(kept) in result.stderr, result  # reported, with where
     again: CliResult = run("sessions", "list")
     assert again.returncode == 0 and "corrupt" not in again.stderr, again  # reported once, then a clean start
 
@@ -249,9 +316,16 @@ def _end(process: subprocess.Popen[str]) -> None:
             stream.close()
 
 
-def _sessions_list(tmp_path: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def _plant(tmp_path: Path) -> None:
+    """A session ``held`` to remove: ``sessions rm`` writes the store, so it
+    takes the store's lock (reading commands never do)."""
+    state = tmp_path / "home" / ".local" / "state" / "agy-host"
+    SessionStore(state).set("held@acp", SessionBinding(conversation_id="c-held", engine="acp"))
+
+
+def _sessions(tmp_path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
+        [sys.executable, "-m", "agy_host.cli.main", "sessions", *args],
         env=_cli_env(tmp_path),
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
@@ -262,10 +336,10 @@ def _sessions_list(tmp_path: Path, timeout: float = 60) -> subprocess.CompletedP
 
 
 def _wait_notice_then_ctrl_c(tmp_path: Path) -> tuple[str, int, float]:
-    """``sessions list`` on a held store: its waiting notice, its exit code after
-    Ctrl-C, and how long that exit took."""
+    """``sessions rm held`` on a held store: its waiting notice, its exit code
+    after Ctrl-C, and how long that exit took."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "agy_host.cli.main", "sessions", "list"],
+        [sys.executable, "-m", "agy_host.cli.main", "sessions", "rm", "held"],
         env=_cli_env(tmp_path),
         cwd=tmp_path,
         stdin=subprocess.DEVNULL,
@@ -290,6 +364,7 @@ def test_a_held_store_lock_is_shown_and_ctrl_c_ends_the_wait(tmp_path: Path) -> 
     """Another process holds ``sessions.json``'s lock (stopped with Ctrl-Z,
     say): the wait says who holds it, and Ctrl-C ends it (it used to wait
     silently, deaf to Ctrl-C, for as long as the holder lived)."""
+    _plant(tmp_path)
     holder = _hold_store_lock(tmp_path)
     try:
         line, code, took = _wait_notice_then_ctrl_c(tmp_path)
@@ -313,8 +388,10 @@ def test_a_store_lock_held_by_another_program_names_that_program(tmp_path: Path)
     """Issue 28 item 13: another program holding the store's lock was named
     after the note an earlier agy-host left in the lock file (agy-host named
     itself). The kernel's list of locks names the real holder now."""
-    first = _sessions_list(tmp_path)  # it notes itself in the lock file while it holds it
+    _plant(tmp_path)
+    first = _sessions(tmp_path, "rm", "held")  # it notes itself in the lock file while it holds it
     assert first.returncode == 0, first.stderr
+    _plant(tmp_path)
     holder = _hold_store_lock(tmp_path, _HOLD_SILENTLY, "another-program")
     try:
         line, code, _ = _wait_notice_then_ctrl_c(tmp_path)
@@ -328,11 +405,28 @@ def test_a_store_lock_held_by_another_program_names_that_program(tmp_path: Path)
 def test_a_held_store_lock_is_given_up_after_its_bound_with_the_holder_named(tmp_path: Path) -> None:
     from agy_host.fsutil import LOCK_TIMEOUT_S
 
+    _plant(tmp_path)
     holder = _hold_store_lock(tmp_path)
     try:
-        proc = _sessions_list(tmp_path, timeout=LOCK_TIMEOUT_S + 50)
+        proc = _sessions(tmp_path, "rm", "held", timeout=LOCK_TIMEOUT_S + 50)
     finally:
         _end(holder)
     assert proc.returncode == 1, proc.stderr
     assert f"gave up after {LOCK_TIMEOUT_S:g}s" in proc.stderr and f"pid {holder.pid} (the-holder)" in proc.stderr
     assert "internal error" not in proc.stderr
+
+
+def test_commands_that_only_read_the_store_never_wait_for_its_lock(tmp_path: Path) -> None:
+    """Issue 29: the store is a file per session, replaced whole by every
+    write, so reading needs no lock: ``sessions list`` and ``show`` answer
+    while another process holds it (they used to wait, then give up)."""
+    _plant(tmp_path)
+    holder = _hold_store_lock(tmp_path)
+    try:
+        listed = _sessions(tmp_path, "list")
+        shown = _sessions(tmp_path, "show", "held")
+    finally:
+        _end(holder)
+    for proc in (listed, shown):
+        assert proc.returncode == 0 and "waiting for" not in proc.stderr, proc.stderr
+    assert "c-held" in listed.stdout and "c-held" in shown.stdout

@@ -27,6 +27,7 @@ import pytest
 from agy_host.testing.agents import fake_acp_agent_command
 from agy_host.testing.agy_cli.agent import make_fake_agy
 from agy_host.testing.isolation import isolated_env
+from agy_host.testing.store import binding_of
 
 #: Far below the old teardown's 5.75 s of waited-out bounds, far above the 1 s target.
 SANITY_S = 4.0
@@ -66,13 +67,8 @@ class Launched:
         return self.proc.returncode, elapsed, self.proc.stderr.read().decode("utf-8", "replace")
 
     def binding(self, session: str) -> dict[str, object] | None:
-        path = self.home / ".local" / "state" / "agy-host" / "sessions.json"
-        if not path.exists():
-            return None
-        bindings = json.loads(path.read_text()).get("bindings", {})
         # Keyed by session, engine and (ACP) agent: ``sig@acp:<hash>``.
-        found = [v for k, v in bindings.items() if k == session or k.startswith(f"{session}@")]
-        return found[0] if found and isinstance(found[0], dict) else None
+        return binding_of(self.home / ".local" / "state" / "agy-host", session)
 
     def kill_leftovers(self) -> None:
         for pid in self.agent_pids():

@@ -50,27 +50,35 @@ STALE_TEMP_S = 60.0
 _SWEPT: set[Path] = set()
 
 
-def write_atomic(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Replace ``path`` with ``data`` atomically (creating parent directories)."""
+def write_atomic(path: Path, data: bytes, mode: int = 0o600, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically (creating parent directories).
+
+    ``durable=False`` skips the two ``fsync`` calls (the file's and its
+    directory's): a crash of this process still leaves the old content or
+    the new, but a power cut may leave either, or an empty file. For files
+    that only describe what happened (doctor's last run), never for what a
+    user would lose (docs/reliability.md, "What is synced to disk")."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    if durable:
+        with contextlib.suppress(OSError):
+            dir_fd = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(dir_fd)
+            finally:
+                os.close(dir_fd)
     if path not in _SWEPT:
         _SWEPT.add(path)
         sweep_stale_temps(path)
@@ -298,14 +306,15 @@ def _ctrl_c_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def quarantine(path: Path) -> Path:
-    """Move an unreadable file aside as ``<name>.corrupt-<timestamp>``; return
+def quarantine(path: Path, label: str = "corrupt") -> Path:
+    """Move an unreadable file aside as ``<name>.corrupt-<timestamp>`` (or
+    another ``label``: a file kept after its content moved elsewhere); return
     the new path. The original content is kept byte for byte."""
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    target = path.with_name(f"{path.name}.corrupt-{stamp}")
+    target = path.with_name(f"{path.name}.{label}-{stamp}")
     n = 1
     while target.exists():
-        target = path.with_name(f"{path.name}.corrupt-{stamp}-{n}")
+        target = path.with_name(f"{path.name}.{label}-{stamp}-{n}")
         n += 1
     os.replace(path, target)
     return target

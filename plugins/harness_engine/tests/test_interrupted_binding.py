@@ -9,7 +9,6 @@ session's next command started a new conversation."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -18,6 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from agy_host.testing.store import read_bindings
 
 from .conftest import HarnessHome
 
@@ -80,8 +81,7 @@ def test_a_second_signal_in_the_cancel_grace_keeps_a_fresh_sessions_binding(
         err = proc.stderr.read().decode()
         assert proc.returncode == (130 if sig == signal.SIGINT else 128 + sig), err
         assert "not waiting for the agent any longer" in err, err
-        path = hhome.state / "sessions.json"
-        binding = json.loads(path.read_text())["bindings"].get("t1@harness") if path.exists() else None
+        binding = read_bindings(hhome.state).get("t1@harness")
         assert binding is not None, f"the session binding was lost: {err}"
     finally:
         for pid in frozen:

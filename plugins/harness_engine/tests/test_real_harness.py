@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from agy_host.builtins.transcripts import TranscriptEntry, append_entries
+from agy_host.testing.store import edit_bindings
 from agy_host.testing.terminal import Pty
 
 from .conftest import HarnessHome
@@ -249,11 +250,8 @@ def test_unknown_conversation_fails_under_resume_and_is_replaced_without(hhome: 
     without it the turn starts a new conversation and says so."""
     hhome.serve({"turns": [[[{"text": "first"}]], [[{"text": "fresh"}]]]})
     ok(hhome.turn("t8", "hi"))
-    store = hhome.state / "sessions.json"
-    data = json.loads(store.read_text())
     gone = "0123456789abcdef0123456789abcdef"
-    data["bindings"]["t8@harness"]["conversation_id"] = gone
-    store.write_text(json.dumps(data))
+    edit_bindings(hhome.state, lambda bindings: bindings["t8@harness"].update(conversation_id=gone))
     run = hhome.turn("t8", "again", "--resume")
     assert run.returncode == 4, run
     assert run.end["error_kind"] == "no_session", run

@@ -4,7 +4,6 @@ agy (a turn, a resumed turn under the un-suffixed store key, doctor)."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 from agy_host.contract.diagnostics import DiagnosticReport
 from agy_host.engine.base import load_engine_class
 from agy_host.testing.contract import collect, outcome_of
+from agy_host.testing.store import read_bindings
 from agy_host_stream_json.config import StreamJsonConfig, narrow
 from agy_host_stream_json.engine import StreamJsonEngine
 
@@ -133,8 +133,7 @@ def test_agy_host_run_resumes_the_same_agy_conversation(cli_env: dict[str, str],
     first = cli(env, "run", "--session", "t1", "hello")
     assert first.returncode == 0, first.stderr
     assert first.stdout == "first\n"
-    store = Path(env["XDG_STATE_HOME"]) / "agy-host" / "sessions.json"
-    binding = json.loads(store.read_text())["bindings"]["t1"]  # un-suffixed key
+    binding = read_bindings(Path(env["XDG_STATE_HOME"]) / "agy-host")["t1"]  # un-suffixed key
     assert binding["engine"] == "stream-json"
     second = cli(env, "run", "--session", "t1", "again")
     assert second.returncode == 0, second.stderr

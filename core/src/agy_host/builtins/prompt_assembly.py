@@ -47,8 +47,8 @@ def bound_conversation(session: str, engine: str, env: Mapping[str, str] | None 
 
     store = SessionStore.in_state_dir(state_dir(env))
     best = None
-    for key, binding in store.all().items():
-        if key.partition("@")[0] != session or binding.engine != engine:
+    for binding in store.bindings_of(session).values():  # that session's file only
+        if binding.engine != engine:
             continue
         if best is None or binding.updated_at > best.updated_at:
             best = binding

@@ -13,7 +13,10 @@ file goes) and ``agy_host_render_event`` (the answer, host tool calls and
 how the turn ended). Each plugin manager has its own observer. A turn is written when it ends, all its lines in one
 ``write`` on an ``O_APPEND`` descriptor, so concurrent agy-host processes
 never interleave half lines and a crash loses at most the turn in flight.
-A torn or foreign line is skipped when reading, never fatal.
+A torn or foreign line is skipped when reading, never fatal. A turn that
+failed before the agent had a conversation for it is not written
+(:func:`never_started`). Lines are not synced to disk: a power cut may
+lose the last turns' lines (a torn one is skipped when read).
 """
 
 from __future__ import annotations
@@ -136,6 +139,15 @@ def turns_of(entries: list[TranscriptEntry]) -> int:
     return sum(1 for e in entries if e.role == "assistant")
 
 
+def never_started(ended: TurnEnded) -> bool:
+    """A turn that failed before the agent had a conversation for it: its
+    command not found, a sign-in refused, a conversation that could not be
+    resumed. The prompt reached no agent, so nothing is written: a failed
+    start must not become a session in ``sessions list`` (it has no binding
+    either, and its error was shown when it happened)."""
+    return ended.stop_reason == "error" and ended.conversation_id is None and not ended.response
+
+
 class _Turn:
     __slots__ = ("agent", "cwd", "enabled", "engine", "env", "session", "tools", "user_text")
 
@@ -176,7 +188,7 @@ class TranscriptObserver:
                     self._turn.tools.append(event)
             case TurnEnded():
                 turn, self._turn = self._turn, None
-                if turn is not None and turn.enabled:
+                if turn is not None and turn.enabled and not never_started(event):
                     self._write(turn, event)
             case _:
                 pass
@@ -244,6 +256,7 @@ __all__ = [
     "delete_transcript",
     "list_transcripts",
     "make_plugin",
+    "never_started",
     "read_transcript",
     "transcript_path",
     "transcripts_dir",

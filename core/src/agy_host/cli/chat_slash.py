@@ -236,9 +236,9 @@ async def _new(chat: Chat, rest: str) -> None:
 @command("/session")
 async def _session(chat: Chat, rest: str) -> None:
     """Show this session's bindings and turn count."""
-    from agy_host.cli.sessions_cmd import collect
+    from agy_host.cli.sessions_view import lookup
 
-    info = collect(chat.host).get(chat.session)
+    info = lookup(chat.host, chat.session)
     if info is None:
         chat.say(f"session {chat.session}: no turns yet")
         return
@@ -249,16 +249,18 @@ async def _session(chat: Chat, rest: str) -> None:
 
 @command("/sessions")
 async def _sessions(chat: Chat, rest: str) -> None:
-    """List host sessions (newest last)."""
-    from agy_host.cli.sessions_cmd import collect
+    """List host sessions: the named ones and the latest unnamed runs (newest last)."""
+    from agy_host.cli.sessions_view import listing
 
-    infos = collect(chat.host)
-    if not infos:
+    shown = listing(chat.host)
+    if not shown.sessions:
         chat.say("no sessions yet")
-    for info in list(infos.values())[-20:]:
+    for info in shown.sessions[-20:]:
         mark = "*" if info.name == chat.session else " "
         engines = ", ".join(sorted({b.engine for b in info.bindings.values()})) or "-"
         chat.say(f"  {mark} {info.name}  {engines}  {info.turns} turn(s)  {info.last_used or '-'}")
+    if shown.hidden:
+        chat.say(f"  ({shown.hidden} older unnamed run(s): `agy-host sessions list --all`)", "dim")
 
 
 @command("/always", "[forget]")

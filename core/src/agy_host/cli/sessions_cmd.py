@@ -1,13 +1,15 @@
-"""``agy-host sessions list|show|rm|clear``: host sessions and what they hold
+"""``agy-host sessions list|show|rm|clear|prune``: host sessions and what they hold
 (``agent-list`` and ``agent-rm``, the agent's own: :mod:`agy_host.cli.agent_sessions`).
 
-A host session is a name (``--session NAME``). It owns, per engine (and per
-agent profile on ACP), a binding to an agent conversation in
-``sessions.json``, and one transcript of every turn it ran. ``list`` groups
-both by name; ``show`` prints one session's bindings and turns; ``rm`` and
-``clear`` delete bindings *and* transcripts, so a removed session really
-starts from nothing. ``forget`` (kept for scripts) drops only the selected
-engine's binding.
+A host session is a name (``--session NAME``, or one generated for a run
+without it). It owns, per engine (and per agent profile on ACP), a binding
+to an agent conversation in its file of the session store, and one
+transcript of every turn it ran. ``list`` shows both by name (the named
+sessions and the latest unnamed runs; ``--all`` every one); ``show`` prints
+one session's bindings and turns; ``rm``, ``clear`` and ``prune``
+(:mod:`agy_host.cli.sessions_prune`) delete bindings *and* transcripts, so a
+removed session really starts from nothing. ``forget`` (kept for scripts)
+drops only the selected engine's binding.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ import typer
 
 from agy_host.cli.common import FormatOption, check_format, fail, print_json
 from agy_host.cli.exit_codes import ExitCode
-from agy_host.runtime.store import SessionBinding
+from agy_host.cli.sessions_view import RECENT_UNNAMED, SessionInfo, every_name, listing, lookup, transcript_of, where_to
+from agy_host.runtime.store import SessionBinding, session_name
 
 if TYPE_CHECKING:
     from agy_host.builtins.transcripts import TranscriptEntry
@@ -38,46 +41,17 @@ After a turn of `run --session NAME` the agent stays warm for
 turn.keep_alive_minutes (5; `--keep-alive MINUTES`, 0 turns it off): the
 next command on the session runs on it with no start-up. `status` shows the
 warm agents, `cancel NAME` stops a running turn, `stop NAME|--all` ends them.
+
+A run without --session is an unnamed session (a generated name): `list`
+shows the latest few of those, `list --all` every one, and `prune` removes
+the ones not used for a while.
 """
 
+LIST_HELP = f"""List host sessions: engines, agent conversations, last use, cwd, turns.
 
-class SessionInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One host session as ``list`` and ``show`` report it."""
-
-    name: str
-    bindings: dict[str, SessionBinding] = msgspec.field(default_factory=dict)
-    last_used: str = ""
-    cwd: str = ""
-    turns: int = 0
-    transcript: str = ""
-
-
-def session_name(key: str) -> str:
-    """Store keys are ``NAME`` or ``NAME@engine[:profile]``; names never hold ``@``."""
-    return key.partition("@")[0]
-
-
-def collect(host: Host) -> dict[str, SessionInfo]:
-    """Every host session that has a binding or a transcript."""
-    from agy_host.builtins.transcripts import list_transcripts, read_transcript, turns_of
-
-    sessions: dict[str, SessionInfo] = {}
-    for key, binding in host.store.all().items():
-        info = sessions.setdefault(session_name(key), SessionInfo(name=session_name(key)))
-        info.bindings[key] = binding
-        if binding.updated_at >= info.last_used:
-            info.last_used = binding.updated_at
-            info.cwd = binding.cwd or info.cwd
-    for name, path in list_transcripts(host.env).items():
-        info = sessions.setdefault(name, SessionInfo(name=name))
-        entries = read_transcript(name, host.env)
-        info.turns = turns_of(entries)
-        info.transcript = str(path)
-        if entries and entries[-1].ts > info.last_used:
-            info.last_used = entries[-1].ts
-        if not info.cwd:
-            info.cwd = next((e.cwd for e in reversed(entries) if e.cwd), "")
-    return dict(sorted(sessions.items(), key=lambda kv: kv[1].last_used))
+Shows every named session and the {RECENT_UNNAMED} latest unnamed runs (a line on stderr
+counts the others); --all shows every one. --cwd and --agent narrow the list.
+"""
 
 
 def resume_note(host: Host, engine: Engine, name: str) -> str | None:
@@ -86,22 +60,22 @@ def resume_note(host: Host, engine: Engine, name: str) -> str | None:
 
     A session that exists on another engine, or only as a transcript, must
     never silently become a fresh conversation: the caller shows this note
-    (``run`` can call it too)."""
-    if host.store.get(engine.store_key(name)) is not None:
+    (``run`` can call it too). A new name costs one read of its store file
+    and one ``stat`` of its transcript, whatever else is on disk."""
+    bindings = host.store.bindings_of(name)
+    if engine.store_key(name) in bindings:
         return None
-    info = collect(host).get(name)
-    if info is None:
-        return None
-    where = ", ".join(sorted({b.engine or session_name(k) for k, b in info.bindings.items()}))
-    if where:
+    digest = "" if host.config.prompt.digest else " (turn the digest on to pass it the earlier turns)"
+    if bindings:
+        where = ", ".join(sorted({b.engine or session_name(k) for k, b in bindings.items()}))
         return (
             f"session {name!r} has no {engine.ENGINE_NAME} conversation yet (it has one on {where}); "
-            f"starting a new {engine.ENGINE_NAME} conversation"
-            + ("" if host.config.prompt.digest else " (turn the digest on to pass it the earlier turns)")
+            f"starting a new {engine.ENGINE_NAME} conversation" + digest
         )
-    return f"session {name!r} has {info.turns} earlier turn(s) but no agent conversation; starting a new one" + (
-        "" if host.config.prompt.digest else " (turn the digest on to pass it the earlier turns)"
-    )
+    info = lookup(host, name) if transcript_of(host, name) is not None else None
+    if info is None:
+        return None
+    return f"session {name!r} has {info.turns} earlier turn(s) but no agent conversation; starting a new one" + digest
 
 
 def _format_entry(entry: TranscriptEntry) -> list[str]:
@@ -116,8 +90,29 @@ def _format_entry(entry: TranscriptEntry) -> list[str]:
     return [head, *body]
 
 
+def _print_table(infos: list[SessionInfo]) -> None:
+    rows = [("SESSION", "KEY", "CONVERSATION", "LAST USE", "TURNS", "CWD")]
+    for info in infos:
+        keys: dict[str, SessionBinding | None] = dict(info.bindings) or {"": None}
+        for key, binding in keys.items():
+            rows.append(
+                (
+                    info.name,
+                    key or "-",
+                    binding.conversation_id if binding else "-",
+                    (binding.updated_at if binding else info.last_used) or "-",
+                    str(info.turns),
+                    (binding.cwd if binding else info.cwd) or "-",
+                )
+            )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
+
+
 def register(app: typer.Typer, state: CliState) -> None:
     from agy_host.cli.agent_sessions import register_agent_commands
+    from agy_host.cli.sessions_prune import register_prune
     from agy_host.cli.warm_cmds import register_warm_commands
 
     sessions = typer.Typer(help=SESSIONS_HELP, no_args_is_help=True)
@@ -125,41 +120,37 @@ def register(app: typer.Typer, state: CliState) -> None:
     register_agent_commands(sessions, state)
     register_warm_commands(sessions, state)
 
-    @sessions.command("list", help="List host sessions: engines, agent conversations, last use, cwd, turns.")
-    def sessions_list(fmt: FormatOption = "text") -> None:
+    @sessions.command("list", help=LIST_HELP)
+    def sessions_list(
+        fmt: FormatOption = "text",
+        everything: Annotated[bool, typer.Option("--all", "-a", help="Every session, every unnamed run too.")] = False,
+        cwd: Annotated[
+            str | None, typer.Option("--cwd", help="Only sessions run in DIR or below it.", metavar="DIR")
+        ] = None,
+        agent: Annotated[
+            str | None,
+            typer.Option("--agent", help="Only sessions whose agent or engine contains CMD.", metavar="CMD"),
+        ] = None,
+    ) -> None:
         check_format(fmt)
         host = state.host()
-        infos = collect(host)
+        shown = listing(host, everything=everything, cwd=where_to(cwd), agent=agent)
         if fmt == "json":
-            print_json(
-                {
-                    "version": 1,
-                    "path": str(host.store.path),
-                    "bindings": host.store.all(),
-                    "sessions": list(infos.values()),
-                }
+            bindings = {k: b for info in shown.sessions for k, b in info.bindings.items()}
+            doc = {"version": 1, "path": str(host.store.path), "bindings": bindings, "sessions": shown.sessions}
+            print_json({**doc, "hidden": shown.hidden})
+            return
+        if not shown.sessions:
+            narrowed = cwd is not None or agent is not None
+            typer.echo("no sessions match" if narrowed else f"no sessions yet ({host.store.path})")
+        else:
+            _print_table(shown.sessions)
+        if shown.hidden:
+            typer.echo(
+                f"({shown.hidden} older unnamed run(s) not shown: `sessions list --all` lists them, "
+                "`sessions prune` removes them)",
+                err=True,
             )
-            return
-        if not infos:
-            typer.echo(f"no sessions yet ({host.store.path})")
-            return
-        rows = [("SESSION", "KEY", "CONVERSATION", "LAST USE", "TURNS", "CWD")]
-        for info in infos.values():
-            keys: dict[str, SessionBinding | None] = dict(info.bindings) or {"": None}
-            for key, binding in keys.items():
-                rows.append(
-                    (
-                        info.name,
-                        key or "-",
-                        binding.conversation_id if binding else "-",
-                        (binding.updated_at if binding else info.last_used) or "-",
-                        str(info.turns),
-                        (binding.cwd if binding else info.cwd) or "-",
-                    )
-                )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-        for row in rows:
-            typer.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=False)) + "  " + row[-1])
 
     @sessions.command("show", help="Show one session: its bindings and transcript (exit 4 if unknown).")
     def sessions_show(
@@ -173,7 +164,7 @@ def register(app: typer.Typer, state: CliState) -> None:
 
         check_format(fmt)
         host = state.host()
-        info = collect(host).get(name)
+        info = lookup(host, name)
         if info is None:
             fail(f"no such session {name!r}", ExitCode.NO_SUCH_SESSION)
         entries = read_transcript(name, host.env, warn=host.warn)
@@ -207,7 +198,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         from agy_host.builtins.transcripts import delete_transcript
 
         host = state.host()
-        known = collect(host)
+        known = {n: info for n in names if (info := lookup(host, n)) is not None}
         missing = [n for n in names if n not in known]
         if missing:
             fail(f"no such session: {', '.join(missing)}", ExitCode.NO_SUCH_SESSION)
@@ -228,7 +219,7 @@ def register(app: typer.Typer, state: CliState) -> None:
         from agy_host.builtins.transcripts import delete_transcript
 
         host = state.host()
-        known = collect(host)
+        known = sorted(every_name(host))
         if not known:
             typer.echo("no sessions to remove")
             return
@@ -237,9 +228,8 @@ def register(app: typer.Typer, state: CliState) -> None:
                 fail("sessions clear removes every session; pass --yes to confirm", ExitCode.USAGE)
             if not typer.confirm(f"remove {len(known)} session(s) and their transcripts?"):
                 raise typer.Exit(ExitCode.ERROR)
-        for name, info in known.items():
-            for key in info.bindings:
-                host.store.delete(key)
+        for name in known:
+            host.store.remove_session(name)
             delete_transcript(name, host.env)
         typer.echo(f"removed {len(known)} session(s)")
 
@@ -259,5 +249,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             fail(f"no such session {name!r} on engine {engine_obj.ENGINE_NAME!r}", ExitCode.NO_SUCH_SESSION)
         typer.echo(f"forgot {name} ({key})")
 
+    register_prune(sessions, state)
 
-__all__ = ["SESSIONS_HELP", "SessionInfo", "collect", "register", "resume_note", "session_name"]
+
+__all__ = ["LIST_HELP", "SESSIONS_HELP", "register", "resume_note"]

@@ -27,9 +27,13 @@ class LastRun(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 def write_last_run(host: Host, last: LastRun, warn: Callable[[str], None] | None = None) -> None:
-    """Best effort: a state dir we cannot write must not fail the run."""
+    """Best effort: a state dir we cannot write must not fail the run.
+
+    Not synced to disk (``durable=False``): it only describes the last run
+    for ``doctor``, and a power cut that loses it loses nothing of the
+    user's; a crash of the process still never tears it."""
     try:
-        fsutil.write_atomic(host.last_run_path, msgspec.json.encode(last) + b"\n")
+        fsutil.write_atomic(host.last_run_path, msgspec.json.encode(last) + b"\n", durable=False)
     except OSError as exc:
         (warn or host.warn)(f"could not write {host.last_run_path}: {exc}")
 

@@ -17,6 +17,17 @@ def generate_session_name(prefix: str = "run") -> str:
     return f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
 
 
+def generated_stamp(name: str) -> str | None:
+    """``20261202-152400`` for a name :func:`generate_session_name` made (an
+    unnamed run's), ``None`` for a name someone gave. A given name of the
+    same shape counts as generated: ``sessions list`` shows only the latest
+    few of those, and ``sessions prune`` removes old ones."""
+    import re  # here: the thin client checks names on its hot path
+
+    found = re.fullmatch(r"[a-z]+-(\d{8}-\d{6})-[0-9a-f]{4}", name)
+    return found.group(1) if found else None
+
+
 def session_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a session name, or ``None``."""
     if not name or len(name) > 200:
@@ -27,4 +38,4 @@ def session_name_problem(name: str) -> str | None:
     return None
 
 
-__all__ = ["generate_session_name", "session_name_problem"]
+__all__ = ["generate_session_name", "generated_stamp", "session_name_problem"]

@@ -1,41 +1,58 @@
-"""State on disk: the session store and a small JSON state-file helper.
+"""The session store: which agent conversation each host session is bound to.
 
-The session store (``$XDG_STATE_HOME/agy-host/sessions.json``) remembers which
-agent conversation a host session is bound to, so ``agy-host run --session
-NAME`` resumes it after a restart. Keys are scoped per engine by
+``agy-host run --session NAME`` resumes a session's conversation after a
+restart because its binding is on disk, one file per session
+(``$XDG_STATE_HOME/agy-host/sessions/<name>.json``, format in
+:mod:`agy_host.runtime.store_files`). Keys are scoped per engine by
 :meth:`agy_host.engine.base.Engine.store_key` (``NAME`` for stream-json,
-``NAME@acp`` for ACP): engines never touch each other's keys, so switching
-engine and back keeps both bindings.
+``NAME@acp`` for ACP), and all of a session's keys share its file: engines
+never touch each other's keys, so switching engine and back keeps both.
 
-Several agy-host processes may update the store at once (two terminals, a
-script). Every write therefore happens under a file lock, re-reads the file,
-overlays *only the keys this process changed* and replaces the file
-atomically; a binding another process wrote in the meantime survives.
+What a command pays does not grow with the history on disk: ``get`` reads
+one small file (no cache: every read sees the last write of any process),
+``set`` rewrites one. Only the commands that show every session
+(``sessions list --all``, ``doctor``) read them all.
 
-Bad input never loses data: a file that is not a store at all is moved aside
-(:func:`agy_host.fsutil.quarantine`) and reported; a store with bad entries is
-reported entry by entry and the original file is moved aside before the
-cleaned store is written over it.
+Several agy-host processes may write at once (two terminals, a script, the
+warm-agent keeper). Every write happens under one file lock
+(``sessions.json.lock``, the lock of the store's first format too), re-reads
+the session's file and replaces it atomically, so a binding another process
+wrote in the meantime survives.
+
+Bad input never loses data: a file that is not a session file is moved
+aside (:func:`agy_host.fsutil.quarantine`) and reported; a file with bad
+entries is reported entry by entry, and the original is moved aside before
+the cleaned file is written over it. The first format, one
+``sessions.json`` for all sessions, is moved into the per-session files the
+first time a store sees it (:mod:`agy_host.runtime.store_legacy`).
 """
 
 from __future__ import annotations
 
-import json
-import math
+import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
-
-import msgspec
 
 from agy_host import fsutil
+from agy_host.runtime.store_files import (
+    FILE_VERSION,
+    SESSIONS_DIR,
+    Parsed,
+    SessionBinding,
+    encode_session_file,
+    file_name,
+    parse_session_file,
+    replace_file,
+    session_name,
+)
+from agy_host.runtime.store_legacy import LEGACY_FILE, merged, move_aside, read_legacy
 
-#: Version of ``sessions.json``; a file with another version is kept aside
-#: before this build rewrites it.
-STORE_VERSION = 1
-STORE_FILE = "sessions.json"
+#: The store's first format (one file for every session), read once and moved.
+STORE_FILE = LEGACY_FILE
+#: Version of a session's file.
+STORE_VERSION = FILE_VERSION
 
 Warn = Callable[[str], None]
 
@@ -44,222 +61,223 @@ def _ignore(_message: str) -> None:
     return None
 
 
-class SessionBinding(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One host session's agent conversation on one engine."""
-
-    conversation_id: str
-    engine: str = ""
-    #: The agent the conversation lives in (a command or profile label): a
-    #: conversation id means nothing to another agent.
-    agent: str = ""
-    cwd: str = ""
-    #: ISO 8601 UTC time of the last turn that touched the binding.
-    updated_at: str = ""
-    #: context digest watermark: host messages the agent has already seen.
-    last_message_count: int = 0
-    #: The host's system block is still owed: the conversation started with a
-    #: slash command (sent alone), so its first plain prompt carries the block.
-    system_pending: bool = False
-
-
 def utc_now() -> str:
     """``2026-12-02T15:24:00Z``: sortable, and readable in the raw file."""
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-class _Narrowed(msgspec.Struct, kw_only=True):
-    bindings: dict[str, SessionBinding]
-    #: True when something in the file could not be kept as it was, so the
-    #: original must be moved aside before the file is rewritten.
-    lossy: bool = False
-
-
-_BINDING_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(SessionBinding))
-
-
-def _narrow_entry(key: str, raw: Any, warn: Warn) -> tuple[SessionBinding | None, bool]:
-    """One binding from its raw JSON value; the bool says whether it lost anything."""
-    if not isinstance(raw, dict):
-        warn(f"session store: entry {key!r} is not an object; ignored")
-        return None, True
-    cid = raw.get("conversation_id")
-    if not isinstance(cid, str) or not cid:
-        warn(f"session store: entry {key!r} has no conversation_id; ignored")
-        return None, True
-    lossy = False
-    values: dict[str, Any] = {"conversation_id": cid}
-    for name in ("engine", "agent", "cwd", "updated_at"):
-        value = raw.get(name, "")
-        if isinstance(value, str):
-            values[name] = value
-        else:
-            warn(f"session store: entry {key!r}: {name} is not a string; dropped")
-            lossy = True
-    count = raw.get("last_message_count", 0)
-    if isinstance(count, bool) or not isinstance(count, (int, float)) or not math.isfinite(count) or count < 0:
-        warn(f"session store: entry {key!r}: last_message_count {count!r} is not a count; using 0")
-        lossy = True
-        count = 0
-    values["last_message_count"] = int(count)
-    pending = raw.get("system_pending", False)
-    if isinstance(pending, bool):
-        values["system_pending"] = pending
-    else:
-        warn(f"session store: entry {key!r}: system_pending {pending!r} is not true or false; using false")
-        lossy = True
-    unknown = set(raw) - _BINDING_FIELDS
-    if unknown:
-        # A newer agy-host may have added fields: keep the original file aside.
-        warn(f"session store: entry {key!r} has unknown fields {sorted(unknown)}; they are not kept")
-        lossy = True
-    return SessionBinding(**values), lossy
-
-
-def _narrow(doc: Any, path: Path, warn: Warn) -> _Narrowed | None:
-    """The bindings of a parsed store; ``None`` when it is not a store at all."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("bindings"), dict):
-        return None
-    lossy = False
-    version = doc.get("version")
-    if version != STORE_VERSION:
-        warn(f"session store: {path} has version {version!r}, expected {STORE_VERSION}; reading what fits")
-        lossy = True
-    bindings: dict[str, SessionBinding] = {}
-    for key, raw in doc["bindings"].items():
-        binding, lost = _narrow_entry(key, raw, warn)
-        lossy = lossy or lost
-        if binding is not None:
-            bindings[key] = binding
-    return _Narrowed(bindings=bindings, lossy=lossy)
-
-
 class SessionStore:
-    """Host session key -> :class:`SessionBinding`, persisted in ``sessions.json``.
+    """Host session key -> :class:`SessionBinding`, one file per session.
 
-    ``get`` and ``all`` read the copy loaded at construction (and refreshed by
-    every write); ``set`` and ``delete`` write through at once. ``warn``
-    receives every problem found in the file.
-    """
+    ``get`` and ``bindings_of`` read the session's file each time; ``set``
+    and ``delete`` write through at once. ``warn`` receives every problem
+    found on disk (each once per process)."""
 
-    def __init__(self, path: Path, *, warn: Warn | None = None) -> None:
-        self.path = path
+    def __init__(self, state_dir: Path, *, warn: Warn | None = None) -> None:
+        #: The folder of the session files: what a user looks at.
+        self.path = state_dir / SESSIONS_DIR
+        self.legacy_path = state_dir / STORE_FILE
         self._warn = warn or _ignore
-        #: Who hears that the file's lock is being waited for (stderr without ``warn``).
+        #: Who hears that the lock is being waited for (stderr without ``warn``).
         self._on_wait = warn
-        self._cache: dict[str, SessionBinding] = {}
-        #: Keys this process changed (``None`` = deleted) and has not yet
-        #: written: only these are overlaid on the file's current content.
-        self._dirty: dict[str, SessionBinding | None] = {}
-        #: The file as this process last read or wrote it, and its stat
-        #: signature: a write finds the file unchanged (the usual case, one
-        #: writer) and skips re-reading and re-checking every entry.
-        self._known: tuple[tuple[int, int, int, int], dict[str, SessionBinding]] | None = None
+        #: Files whose problems were already reported (path and content hash).
+        self._told: set[tuple[Path, int]] = set()
         self.reload()
 
     @classmethod
     def in_state_dir(cls, state_dir: Path, *, warn: Warn | None = None) -> SessionStore:
-        return cls(state_dir / STORE_FILE, warn=warn)
+        return cls(state_dir, warn=warn)
 
-    # -- reading -----------------------------------------------------------------
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with fsutil.locked(self.legacy_path, on_wait=self._on_wait):
+            yield
 
-    def _read_locked(self, warn: Warn) -> _Narrowed:
-        """The file's bindings; the caller holds the lock. A file that is not a
-        store is moved aside (it is kept, never overwritten) and that is always
-        reported; ``warn`` only receives the per-entry problems."""
-        signature = self._signature()
-        known = self._known
-        if signature is not None and known is not None and known[0] == signature:
-            return _Narrowed(bindings=known[1])  # callers copy before they change it
-        self._known = None
-        try:
-            data = self.path.read_bytes()
-        except FileNotFoundError:
-            return _Narrowed(bindings={})
-        except OSError as exc:
-            raise StoreError(f"cannot read the session store {self.path}: {exc}") from exc
-        try:
-            doc = json.loads(data.decode("utf-8"))
-        except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deep
-            moved = fsutil.quarantine(self.path)
-            self._warn(f"session store: {self.path} is not valid JSON ({exc}); moved it to {moved} and starting empty")
-            return _Narrowed(bindings={})
-        narrowed = _narrow(doc, self.path, warn)
-        if narrowed is None:
-            moved = fsutil.quarantine(self.path)
-            self._warn(f"session store: {self.path} is not a session store; moved it to {moved} and starting empty")
-            return _Narrowed(bindings={})
-        if signature is not None and not narrowed.lossy:
-            # the signature was taken before the read: a change in between
-            # only makes the next write read the file again
-            self._known = (signature, narrowed.bindings)
-        return narrowed
+    def file_of(self, name: str) -> Path:
+        return self.path / file_name(name)
 
-    def _signature(self) -> tuple[int, int, int, int] | None:
-        """Inode, size, mtime and ctime: every write replaces the file (new
-        inode), and an edit in place moves the times."""
-        try:
-            st = os.stat(self.path)
-        except OSError:
-            return None
-        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    # -- the first format ------------------------------------------------------------
 
     def reload(self) -> None:
-        """Re-read the file (keeping this process's unwritten changes on top)."""
-        with fsutil.locked(self.path, on_wait=self._on_wait):
-            narrowed = self._read_locked(self._warn)
-        self._cache = dict(narrowed.bindings)
-        self._apply_dirty(self._cache)
+        """Move the first format's ``sessions.json`` into per-session files
+        if there is one (an older build may have written it since the last
+        look): one ``stat`` when there is none. Reads are always fresh."""
+        if not self.legacy_path.exists():
+            return
+        with self._locked():
+            legacy = read_legacy(self.legacy_path, self._warn)
+            if legacy is None:
+                return  # another process moved it first, or it was not a store (moved aside, reported)
+            for name, incoming in legacy.sessions.items():
+                path = self.file_of(name)
+                current = self._read_locked(path, name)
+                bindings = merged(current.bindings, incoming)
+                if bindings != current.bindings or current.lossy:
+                    self._rewrite(path, name, bindings, current, sync=False)
+            os.sync()  # one sync for the whole batch, before the old file goes
+            moved = move_aside(self.legacy_path)
+        self._warn(
+            f"session store: moved {legacy.count} binding(s) of {len(legacy.sessions)} session(s) from "
+            f"{self.legacy_path} into {self.path} (a file per session); the old file is kept as {moved}"
+        )
+
+    # -- reading ---------------------------------------------------------------------
+
+    def _teller(self, path: Path, data: bytes) -> Warn:
+        """``warn`` the first time this process reads this content of ``path``."""
+        mark = (path, hash(data))
+        if mark in self._told:
+            return _ignore
+        self._told.add(mark)
+        return self._warn
+
+    def _read(self, path: Path, name: str) -> Parsed:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return Parsed(bindings={})
+        except OSError as exc:
+            raise StoreError(f"cannot read the session store {path}: {exc}") from exc
+        got = parse_session_file(data, path, self._teller(path, data), session=name)
+        if isinstance(got, str):  # look again under the lock before moving anything
+            with self._locked():
+                return self._read_locked(path, name)
+        return got[1]
+
+    def _read_locked(self, path: Path, name: str | None) -> Parsed:
+        """The file's bindings; the caller holds the lock. A file that is not
+        a session file (of ``name``, when given) is moved aside, and that is
+        always reported."""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return Parsed(bindings={})
+        except OSError as exc:
+            raise StoreError(f"cannot read the session store {path}: {exc}") from exc
+        got = parse_session_file(data, path, self._teller(path, data), session=name)
+        if isinstance(got, str):
+            moved = fsutil.quarantine(path)
+            self._warn(f"session store: {path} {got}; moved it to {moved}, its bindings are not used")
+            return Parsed(bindings={})
+        return got[1]
 
     def get(self, key: str) -> SessionBinding | None:
-        return self._cache.get(key)
+        return self.bindings_of(session_name(key)).get(key)
+
+    def bindings_of(self, name: str) -> dict[str, SessionBinding]:
+        """Session ``name``'s bindings, every engine's: one file read."""
+        return self._read(self.file_of(name), name).bindings
+
+    def names(self) -> list[str]:
+        """Every session with a binding, without reading the files whose name
+        is the session's own (generated names always are)."""
+        names = []
+        for path in self._files():
+            stem = path.name[: -len(".json")]
+            if "%" not in stem and "_" not in stem:
+                names.append(stem)
+                continue
+            with contextlib.suppress(FileNotFoundError, OSError):
+                got = parse_session_file(path.read_bytes(), path, _ignore)
+                if not isinstance(got, str):
+                    names.append(got[0])
+        return sorted(names)
+
+    def sessions(self) -> dict[str, dict[str, SessionBinding]]:
+        """Every session's bindings: reads every file (for the commands that
+        show them all)."""
+        self.reload()
+        out: dict[str, dict[str, SessionBinding]] = {}
+        for path in self._files():
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                continue  # removed meanwhile
+            except OSError as exc:
+                raise StoreError(f"cannot read the session store {path}: {exc}") from exc
+            got = parse_session_file(data, path, self._teller(path, data))
+            if isinstance(got, str):
+                with self._locked():
+                    self._read_locked(path, None)  # moved aside and reported, unless fixed meanwhile
+                continue
+            if got[1].bindings:
+                out[got[0]] = got[1].bindings
+        return out
 
     def all(self) -> dict[str, SessionBinding]:
-        return dict(self._cache)
+        """Every binding of every session, by key (reads every file)."""
+        return {key: b for bindings in self.sessions().values() for key, b in bindings.items()}
 
     def __len__(self) -> int:
-        return len(self._cache)
+        return len(self.all())
 
-    # -- writing -----------------------------------------------------------------
+    def _files(self) -> list[Path]:
+        try:
+            entries = os.listdir(self.path)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise StoreError(f"cannot list the session store {self.path}: {exc}") from exc
+        return [self.path / e for e in sorted(entries) if e.endswith(".json") and not e.startswith(".")]
+
+    # -- writing ---------------------------------------------------------------------
 
     def set(self, key: str, binding: SessionBinding) -> None:
-        """Bind ``key`` and write the store."""
-        self._cache[key] = binding
-        self._dirty[key] = binding
-        self.flush()
+        """Bind ``key`` and write its session's file."""
+        name = session_name(key)
+        path = self.file_of(name)
+        with self._locked():
+            current = self._read_locked(path, name)
+            self._rewrite(path, name, {**current.bindings, key: binding}, current)
 
     def delete(self, key: str) -> bool:
         """Forget ``key``; ``False`` when it was not bound."""
-        existed = self._cache.pop(key, None) is not None
-        self._dirty[key] = None
-        self.flush()
-        return existed
+        name = session_name(key)
+        path = self.file_of(name)
+        with self._locked():
+            current = self._read_locked(path, name)
+            if key not in current.bindings:
+                return False
+            bindings = {k: b for k, b in current.bindings.items() if k != key}
+            self._rewrite(path, name, bindings, current)
+        return True
 
-    def _apply_dirty(self, bindings: dict[str, SessionBinding]) -> None:
-        for key, binding in self._dirty.items():
-            if binding is None:
-                bindings.pop(key, None)
-            else:
-                bindings[key] = binding
+    def remove_session(self, name: str) -> int:
+        """Forget every binding of session ``name``; how many there were."""
+        path = self.file_of(name)
+        with self._locked():
+            current = self._read_locked(path, name)
+            self._rewrite(path, name, {}, current)
+        return len(current.bindings)
 
-    def flush(self) -> None:
-        """Write the keys this process changed, merged into the file's current
-        content. Problems already reported when the file was loaded are not
-        reported twice; the original is moved aside before a lossy rewrite."""
-        if not self._dirty:
-            return
-        with fsutil.locked(self.path, on_wait=self._on_wait):
-            narrowed = self._read_locked(_ignore)
-            if narrowed.lossy and self.path.exists():
-                moved = fsutil.quarantine(self.path)
-                self._warn(f"session store: kept the original {self.path.name} as {moved} before rewriting it")
-            merged = dict(narrowed.bindings)
-            self._apply_dirty(merged)
-            doc = {"version": STORE_VERSION, "bindings": {k: merged[k] for k in sorted(merged)}}
-            fsutil.write_atomic(self.path, msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n")
-            signature = self._signature()
-            self._known = (signature, dict(merged)) if signature is not None else None
-        self._dirty.clear()
-        self._cache = merged
+    def _rewrite(
+        self, path: Path, name: str, bindings: dict[str, SessionBinding], current: Parsed, *, sync: bool = True
+    ) -> None:
+        """Write ``bindings`` as session ``name``'s file (none: remove it),
+        keeping a lossy original aside first. The caller holds the lock."""
+        if current.lossy and path.exists():
+            moved = fsutil.quarantine(path)
+            self._warn(f"session store: kept the original {path.name} as {moved} before rewriting it")
+        if bindings:
+            replace_file(path, encode_session_file(name, bindings), sync=sync)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def sweep_temps(self, older_than_s: float = fsutil.STALE_TEMP_S) -> int:
+        """Remove the temp files writers killed mid-write left (a minute old:
+        never a live writer's, which holds the lock for milliseconds)."""
+        cutoff = time.time() - older_than_s
+        removed = 0
+        with contextlib.suppress(OSError):
+            for entry in os.listdir(self.path):
+                stray = self.path / entry
+                if entry.startswith(".") and entry.endswith(".json.tmp"):  # store_files.temp_of's names
+                    with contextlib.suppress(OSError):
+                        if stray.stat().st_mtime < cutoff:
+                            stray.unlink()
+                            removed += 1
+        return removed
 
 
 class StoreError(Exception):
@@ -272,5 +290,6 @@ __all__ = [
     "SessionBinding",
     "SessionStore",
     "StoreError",
+    "session_name",
     "utc_now",
 ]
