@@ -149,4 +149,4 @@ def test_plan_without_the_stream_json_engine_says_how_to_get_it(cli: Cli, monkey
     monkeypatch.setattr(base, "load_engine_class", not_installed)
     code, out, _ = cli("ask", "--mode", "plan", "--format", "json", "x")
     assert code == ExitCode.ERROR
-    assert "pip install agy-host-stream-json" in report(out)["error"]
+    assert "pip install " in report(out)["error"] and "plugins/stream_json_engine" in report(out)["error"]

@@ -354,7 +354,7 @@ def test_no_engine_installed_is_an_error_saying_what_to_install(
     import agy_host.runtime.host as host_mod
 
     monkeypatch.setattr(host_mod, "installed_engines", list)
-    with pytest.raises(EngineError, match="pip install agy-host-acp"):
+    with pytest.raises(EngineError, match=r"pip install .*plugins/acp_engine"):
         _host({}).engine_choice()
 
 

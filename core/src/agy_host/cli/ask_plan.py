@@ -24,10 +24,16 @@ import trio
 from agy_host.cli.exit_codes import ExitCode
 
 STREAM_JSON = "stream-json"
-NEEDS_ENGINE = (
-    "ask --mode plan runs the agy CLI in print mode (`agy -p --mode plan`) through the stream-json "
-    "engine, which is not installed: `pip install agy-host-stream-json`"
-)
+
+
+def needs_engine() -> str:
+    """Why a plan cannot be had without the stream-json engine, and how to install it."""
+    from agy_host.engine.install_hint import install_hint
+
+    return (
+        "ask --mode plan runs the agy CLI in print mode (`agy -p --mode plan`) through the stream-json "
+        f"engine, which is not installed: {install_hint('agy-host-stream-json')}"
+    )
 
 
 def ask_plan(host: Any, opts: Any) -> int:
@@ -62,7 +68,7 @@ def ask_plan(host: Any, opts: Any) -> int:
     except EngineError:
         planner = None
     if not callable(planner):
-        return report("error", error=NEEDS_ENGINE)
+        return report("error", error=needs_engine())
     key = opts.session  # the stream-json engine's key: the bare session name
     binding = host.store.get(key)
     if opts.resume and binding is None:
@@ -84,7 +90,7 @@ def ask_plan(host: Any, opts: Any) -> int:
         outcome = trio.run(planner, request)
     duration = time.monotonic() - started
     if outcome is None:
-        return report("error", error=NEEDS_ENGINE)
+        return report("error", error=needs_engine())
     if outcome.status == "usage":
         return report("error", error=outcome.error, exit_code=ExitCode.USAGE)
     if outcome.conversation_id:

@@ -263,6 +263,8 @@ def rendering_rows(host: Host, report: DiagnosticReport) -> None:
     import importlib.util
     import sys
 
+    from agy_host.engine.install_hint import install_hint
+
     sec = report.section("rendering")
     reasons = []
     if not sys.stdout.isatty():
@@ -278,7 +280,7 @@ def rendering_rows(host: Host, report: DiagnosticReport) -> None:
     diff = [i.plugin_name for i in host.plugins.pm.hook.agy_host_render_diff.get_hookimpls()]
     sec.add(
         "diffs",
-        f"rendered by {', '.join(diff)}" if diff else "labels only (pip install agy-host-diff-render for diffs)",
+        f"rendered by {', '.join(diff)}" if diff else f"labels only (diffs: {install_hint('agy-host-diff-render')})",
     )
 
 

@@ -374,10 +374,10 @@ def load_engine_class(name: str, extra: Mapping[str, EngineFactory] | None = Non
     names = [e.name for e in installed_engines()]
     available = sorted(set(names) | set(extra or {}))
     listing = ", ".join(available) if available else "none"
-    hint = (
-        " Install one, e.g. `pip install agy-host-acp` or `pip install agy-host-stream-json`." if not available else ""
-    )
-    raise EngineError(f"unknown engine {name!r}; installed engines: {listing}.{hint}")
+    from agy_host.engine.install_hint import ENGINE_DISTS, engine_hint
+
+    hint = engine_hint(name) if name in ENGINE_DISTS else "" if available else engine_hint()
+    raise EngineError(f"unknown engine {name!r}; installed engines: {listing}.{' ' + hint if hint else ''}")
 
 
 def _import_trio() -> None:

@@ -188,10 +188,9 @@ class Host:
                 name=installed[0], source="first", reason="the first installed engine by name", installed=installed
             )
         else:
-            raise EngineError(
-                "no engine is installed. Install one, e.g. `pip install agy-host-acp` "
-                "or `pip install agy-host-stream-json`."
-            )
+            from agy_host.engine.install_hint import engine_hint
+
+            raise EngineError(f"no engine is installed. {engine_hint()}")
         self._choice = choice
         return choice
 
