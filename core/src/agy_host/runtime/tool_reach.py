@@ -14,6 +14,9 @@ exited 0. So a session whose tools cannot reach its agent does not open:
   out by ``AGY_HOST_LOAD_PLUGINS`` / ``AGY_HOST_DISABLE_PLUGINS``) means the
   user chose not to offer them.
 
+A missing bridge is named with the command that installs it from where the
+user is (:func:`agy_host.engine.install_hint.install_hint`).
+
 ``config show`` and ``doctor`` say the same (:func:`bridge_state`,
 :func:`tool_reach`).
 """
@@ -32,8 +35,6 @@ if TYPE_CHECKING:
 BRIDGE_DIST = "agy-host-bridge-mcp"
 #: The bridge's entry point (plugin) name.
 BRIDGE_PLUGIN = "bridge_mcp"
-#: How to install it, from PyPI or from a clone of agy-host.
-BRIDGE_INSTALL = f"`pip install {BRIDGE_DIST}` (from a clone of agy-host: `pip install ./plugins/bridge_mcp`)"
 
 BridgeStatus = Literal["loaded", "off", "left-out", "broken", "missing"]
 
@@ -75,7 +76,9 @@ def bridge_state(host: Host) -> BridgeState:
         return BridgeState(status="broken", why=f"failed to load ({broken.error})")
     if BRIDGE_PLUGIN in plugins.disabled:
         return BridgeState(status="left-out", why="is left out by AGY_HOST_LOAD_PLUGINS / AGY_HOST_DISABLE_PLUGINS")
-    return BridgeState(status="missing", why=f"is not installed; install it: {BRIDGE_INSTALL}")
+    from agy_host.engine.install_hint import install_hint
+
+    return BridgeState(status="missing", why=f"is not installed; install it: {install_hint(BRIDGE_DIST)}")
 
 
 def tool_reach(host: Host, engine: Engine) -> ToolReach:
@@ -109,7 +112,6 @@ def tools_problem(host: Host, engine: Engine, program_tools: Sequence[str] = ())
 
 __all__ = [
     "BRIDGE_DIST",
-    "BRIDGE_INSTALL",
     "BRIDGE_PLUGIN",
     "BridgeState",
     "BridgeStatus",
