@@ -86,7 +86,12 @@ def _root() -> typer.Typer:
 def run_app(args: list[str], *, extra_plugins: Sequence[object] = (), env: Mapping[str, str] | None = None) -> int:
     """Build the app for ``args``, let plugins add commands, run it; return the exit code."""
     state = CliState(extra_plugins=extra_plugins, env=env)
-    return _run(app_for(args, state), args, state)
+    try:
+        app = app_for(args, state)
+    except KeyboardInterrupt:  # Ctrl-C while the commands and plugins load
+        print("agy-host: interrupted", file=sys.stderr)
+        return ExitCode.INTERRUPTED
+    return _run(app, args, state)
 
 
 def app_for(args: list[str], state: CliState) -> typer.Typer:

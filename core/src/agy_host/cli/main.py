@@ -4,14 +4,16 @@
 imported, so scripts that probe the version pay for Python's start-up and
 nothing else. ``agy-host run --session NAME ...`` on a warm agent is run by
 the thin client (:mod:`agy_host.keeper.thin`: no typer, no trio, no engine)
-when it can take the command whole. Everything else builds the typer app
-(:mod:`agy_host.cli.app`). The real process ends with
-:func:`~agy_host.cli.exit_now.exit_now` once the command returned: its
-output flushed, without the interpreter's finalization.
+when it can take the command whole; an unnamed ``run --agent COMMAND``
+starts its agent here, before the imports (:mod:`agy_host.cli.agent_ahead`).
+Everything else builds the typer app (:mod:`agy_host.cli.app`). The real
+process ends with :func:`~agy_host.cli.exit_now.exit_now` once the command
+returned: its output flushed, without the interpreter's finalization.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -52,16 +54,21 @@ def _command(argv: Sequence[str] | None, *, extra_plugins: Sequence[object], env
 
         print(f"agy-host {__version__}")
         return 0
-    if argv is None and env is None and not extra_plugins and args[:1] == ["run"] and _names_a_session(args[1:]):
-        try:
-            from agy_host.keeper import thin
+    if argv is None and env is None and not extra_plugins and args[:1] == ["run"]:
+        if not _names_a_session(args[1:]):
+            from agy_host.cli.agent_ahead import start_agent_ahead
 
-            code = thin.run(args[1:])
-        except KeyboardInterrupt:  # Ctrl-C before the thin client watches signals
-            print("agy-host: interrupted", file=sys.stderr)
-            return 130
-        if code is not None:
-            return code
+            start_agent_ahead(args[1:], os.environ)
+        else:
+            try:
+                from agy_host.keeper import thin
+
+                code = thin.run(args[1:])
+            except KeyboardInterrupt:  # Ctrl-C before the thin client watches signals
+                print("agy-host: interrupted", file=sys.stderr)
+                return 130
+            if code is not None:
+                return code
     from agy_host.cli.app import run_app
 
     return run_app(args, extra_plugins=extra_plugins, env=env)

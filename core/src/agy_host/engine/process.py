@@ -28,6 +28,9 @@ all of them:
 * **Every live child is known to the process** (:func:`kill_every_group`),
   so a host that leaves at once (a third Ctrl-C) SIGKILLs its agents' groups
   first and orphans none.
+* **A child may have been started ahead** (:mod:`agy_host.engine.ahead`):
+  :func:`open_in_own_group` adopts the one the command started before its
+  imports when it is this very command, started the same way.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import trio
+
+from agy_host.engine.ahead import Ahead, adopt, discard, pending
 
 if TYPE_CHECKING:
     from agy_host.engine.trace import TraceTap
@@ -156,8 +161,14 @@ async def open_in_own_group(
     argv: Sequence[str], *, cwd: str | None, env: Mapping[str, str] | None, what: str
 ) -> trio.Process:
     """Start ``argv`` with piped stdio in a new session (its own process
-    group). ``what`` names the command in errors (``agy``, ``agent command``)."""
+    group), or adopt the child started ahead as exactly that. ``what`` names
+    the command in errors (``agy``, ``agent command``)."""
     _check_spawnable(argv, cwd, what)
+    ahead = adopt(argv, cwd=cwd, env=env)
+    if ahead is not None:
+        proc = _adopted(ahead)
+        if proc is not None:
+            return proc
     try:
         return await trio.lowlevel.open_process(
             list(argv),
@@ -174,6 +185,25 @@ async def open_in_own_group(
         raise SpawnError(f"{what} is not executable: {argv[0]!r} ({exc.strerror})") from exc
     except OSError as exc:
         raise SpawnError(f"could not start {argv[0]!r}: {exc}") from exc
+
+
+def _adopted(ahead: Ahead) -> trio.Process | None:
+    """The child started ahead as a :class:`trio.Process`, built the way
+    :func:`trio.lowlevel.open_process` builds the one it starts (the
+    ``Popen`` and trio streams on the parent's pipe ends). trio offers no
+    public constructor for that; a trio without this one gets the child
+    ended and a new one started (``None``)."""
+    create = getattr(trio.Process, "_create", None)
+    if create is None:
+        ahead.end()
+        return None
+    try:
+        streams = [trio.lowlevel.FdStream(fd) for fd in (ahead.stdin, ahead.stdout, ahead.stderr)]
+    except OSError:
+        ahead.end()
+        return None
+    proc: trio.Process = create(ahead.popen, *streams)
+    return proc
 
 
 class GroupChild:
@@ -318,7 +348,9 @@ def kill_every_group() -> int:
     live = [child for child in list(_LIVE) if child.alive]
     for child in live:
         child.kill_now()
-    return len(live)
+    waiting = pending()
+    discard(wait=False)
+    return len(live) + waiting
 
 
 #: Live children of this process (weak: a child that is dropped unwaited is no one's).
