@@ -97,6 +97,14 @@ def block(phrase: str) -> str:
     return found
 
 
+def example(phrase: str, loop: str) -> str:
+    """The block with ``phrase``; a blocking one (no ``main``) runs once, as the trio case."""
+    source = block(phrase)
+    if "async def main" not in source and loop == "asyncio":
+        pytest.skip("a blocking example: no loop of its own")
+    return source
+
+
 @pytest.fixture
 def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """This process as a user's: a private HOME and XDG dirs, in a project;
@@ -112,13 +120,17 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     yield tmp_path
 
 
-def execute(source: str, agent: str | None) -> dict[str, Any]:
+def execute(source: str, agent: str | None, loop: str) -> None:
+    """Run the example as written, on ``agent`` instead of ``"gemini --acp"``:
+    a blocking one as it is executed, one with ``main`` under ``loop``."""
     if agent is not None:
         assert '"gemini --acp"' in source
         source = source.replace('"gemini --acp"', repr(agent))
     namespace: dict[str, Any] = {"agy_host": agy_host}
     exec(compile(source, str(DOC), "exec"), namespace)
-    return namespace
+    main = namespace.get("main")
+    if main is not None:
+        trio.run(main) if loop == "trio" else asyncio.run(main())
 
 
 @pytest.mark.parametrize("phrase", sorted(SCRIPTS))
@@ -126,16 +138,15 @@ def execute(source: str, agent: str | None) -> dict[str, Any]:
 def test_the_acp_examples_run(
     place: Path, phrase: str, loop: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = block(phrase)
-    if "async def main" not in source and loop == "asyncio":
-        pytest.skip("a blocking example: no loop of its own")
+    source = example(phrase, loop)
     if phrase in WARM:
         monkeypatch.setenv("AGY_HOST_KEEP_ALIVE_MINUTES", "5")
+        # a keeper slow to start on a loaded machine (10 s) would leave the
+        # example cold, with a warning; the example is about the warm agent
+        monkeypatch.setattr("agy_host.keeper.client.START_TIMEOUT_S", 60.0)
     agent = fake_acp_agent_command(SCRIPTS[phrase], workdir=place / "agents")
     try:
-        main = execute(source, agent.command_line).get("main")  # a blocking example runs here
-        if main is not None:
-            trio.run(main) if loop == "trio" else asyncio.run(main())
+        execute(source, agent.command_line, loop)
     finally:
         if phrase in WARM:
             stop_keeper([sys.executable, "-m", "agy_host.cli.main"], os.environ)
@@ -178,9 +189,7 @@ def test_the_harness_examples_run(
     """The real Antigravity harness binary, against the scripted model API."""
     from tests.parity.rigs import harness_binary
 
-    source = block(phrase)
-    if "async def main" not in source and loop == "asyncio":
-        pytest.skip("a blocking example: no loop of its own")
+    source = example(phrase, loop)
     try:
         binary = harness_binary()
     except RuntimeError as exc:
@@ -197,9 +206,7 @@ def test_the_harness_examples_run(
         config.parent.mkdir(parents=True)
         config.write_text(tomli_w.dumps({"harness": {"bin": binary, "base_url": model.url}}))
         monkeypatch.setenv("GEMINI_API_KEY", "test-key")
-        main = execute(source, None).get("main")  # a blocking example runs here
-        if main is not None:
-            trio.run(main) if loop == "trio" else asyncio.run(main())
+        execute(source, None, loop)
     finally:
         model.close()
     out = capsys.readouterr().out
