@@ -48,7 +48,7 @@ class ScriptDriver:
     async def run(self, request: TurnRequest) -> TurnHandle:
         self.requests.append(request)
         timers = TurnTimers(request.timeout_s, request.inactivity_s)
-        handle = TurnHandle(on_park=timers.pause)
+        handle = TurnHandle(on_park=timers.pause, timers=timers)
         self.timers = timers
         self._nursery.start_soon(self._turn, request, handle, timers)
         return handle
@@ -246,7 +246,11 @@ async def test_a_result_after_the_park_ttl_is_delivered_on_the_next_fresh_turn(
         await run(r)
         first = await r.layer.resolve_tool_use(tool("lookup", slow), [r.rt])
         assert first.stop_reason == "stop"
+        assert trio.current_time() == pytest.approx(5)  # the turn did not wait for the tool (issue 28 item 2)
         assert "agent got: Error: host tool round-trip timed out after 5s" in r.text()
+        assert r.rt.tools.detached == ["lookup"] and not r.rt.has_late_results
+        await r.rt.tools.wait_detached()
+        assert trio.current_time() == pytest.approx(20)
         assert r.driver.kicks == 1  # the failed park unparked once; the late result did not
         assert r.rt.has_late_results
         assert any("sent to the agent with the next turn" in n for n in r.notices())
@@ -321,3 +325,61 @@ async def test_an_escalated_call_is_polled_while_the_host_runs_the_tool(
     assert r.text() == "review says LGTM"
     assert polls[0] == "STILL RUNNING" and polls[-1] == "LGTM"
     assert r.driver.kicks == 1
+
+
+async def test_a_tool_that_never_ends_is_cancelled_at_its_turns_deadline(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Issue 28 item 2: the TTL ends the park, the turn reads on and ends,
+    and the tool, detached, runs on until the turn's deadline: the 4 s spent
+    before the park count, the parked 3 s do not (100 - 4 = 96 s left)."""
+    cancelled = trio.Event()
+
+    async def forever(args: dict[str, Any]) -> ToolResult:
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    async def agent(d: ScriptDriver, req: TurnRequest, h: TurnHandle) -> OutcomeActivity:
+        await trio.sleep(4)
+        return await calls_once(d, req, h)
+
+    async with rig(tmp_path, agent, RoundTripSettings(park_ttl_s=3)) as r:
+        await run(r, timeout_s=100.0, inactivity_s=0)
+        result = await r.layer.resolve_tool_use(tool("lookup", forever), [r.rt])
+        assert result.stop_reason == "stop" and trio.current_time() == pytest.approx(7)
+        await r.rt.tools.wait_detached()
+        assert trio.current_time() == pytest.approx(7 + 96)
+    assert cancelled.is_set() and not r.rt.has_late_results
+    assert any("'lookup' was cancelled at its turn's deadline" in n for n in r.notices()), r.notices()
+
+
+async def test_an_abort_cancels_a_detached_tool(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    """The agent goes on after the TTL and the person aborts the turn: the
+    tool that outlived its park is cancelled with it, and says so."""
+    cancelled = trio.Event()
+
+    async def forever(args: dict[str, Any]) -> ToolResult:
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    async def agent(d: ScriptDriver, req: TurnRequest, h: TurnHandle) -> OutcomeActivity:
+        await d.agent_calls(h, "lookup", {})
+        await trio.sleep_forever()
+
+    async with rig(tmp_path, agent, RoundTripSettings(park_ttl_s=3)) as r:
+        await run(r, timeout_s=0, inactivity_s=0)
+
+        async def abort_later() -> None:
+            await trio.sleep(10)
+            r.layer.abort("interrupted")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(abort_later)
+            result = await r.layer.resolve_tool_use(tool("lookup", forever), [r.rt])
+        await r.rt.tools.wait_detached()
+    assert result.stop_reason == "aborted" and cancelled.is_set()
+    assert any("'lookup' was cancelled as its turn was aborted" in n for n in r.notices()), r.notices()

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import os
 import pty
+import signal
+import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -19,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from ._e2e import AGY_HOST, Run, e2e_env, run_cli
+from ._e2e import AGY_HOST, Run, e2e_env, run_cli, write_config
 
 if not any(ep.name == "acp" for ep in metadata.entry_points(group="agy_host.engines")):
     pytest.skip("the ACP engine (agy-host-acp) is not installed", allow_module_level=True)
@@ -81,3 +84,32 @@ def test_ask_user_asks_the_person_at_the_terminal(env: dict[str, str], fake_acp_
     assert result.proc.returncode == 0, result.context()
     assert "tool result: The user answered: blue" in result.text
     assert "Red or blue?" in screen
+
+
+def test_ctrl_c_stops_waiting_for_a_tool_that_outlived_its_park(
+    env: dict[str, str], fake_acp_agent: Callable[..., Agent]
+) -> None:
+    """Issue 28 item 2: the turn is over and ``run`` waits for a host tool
+    that outlived its park (its result would go to the agent in a follow-up
+    turn); Ctrl-C cancels it and the command ends with the turn's answer."""
+    write_config(env, "[bridge]\nescalate_after_seconds = 0\npark_ttl_seconds = 0.5\n")
+    agent = fake_acp_agent(prompt({"mcp_call": {"tool": "slow_tool", "arguments": {"seconds": 600}}}))
+    argv = [str(AGY_HOST), "run", "--format", "json", "--session", "e2e", "--agent", agent.command_line, "go"]
+    pipe = subprocess.PIPE
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=pipe, stderr=pipe, text=True)
+    assert proc.stdout is not None
+    watchdog = threading.Timer(60, proc.kill)  # a turn that waits for the tool never says so
+    watchdog.start()
+    seen = ""
+    while "waiting for host tool 'slow_tool'" not in seen:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        seen += line
+    watchdog.cancel()
+    assert "waiting for host tool 'slow_tool'" in seen, (seen, proc.poll())
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, (seen + out, err)
+    assert "'slow_tool' was cancelled as the user stopped waiting for it" in out, out
+    assert '"turn_start"' not in out, out  # no follow-up turn: there is no result to carry

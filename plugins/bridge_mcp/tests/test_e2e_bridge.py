@@ -13,6 +13,7 @@ and ``test_e2e_stream_json.py``."""
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
@@ -167,6 +168,61 @@ def test_a_result_after_the_park_ttl_goes_out_in_a_follow_up_turn(rig: Rig) -> N
     assert "second turn got: [Late tool delivery]" in result.text, ctx
     assert "slow done after 1.5" in result.text.split("second turn got:")[1], ctx
     assert rig.turns_sent() == 2, ctx  # the same agent conversation
+
+
+#: A plain park with a 0.5 s TTL, and an escalated call (acknowledged at
+#: 0.3 s, polled) whose escalated TTL is 1 s.
+TTLS = {
+    "plain": "[bridge]\nescalate_after_seconds = 0\npark_ttl_seconds = 0.5\n",
+    "escalated": "[bridge]\nescalate_after_seconds = 0.3\nescalated_ttl_seconds = 1.0\npark_ttl_seconds = 30\n",
+}
+
+
+@pytest.mark.parametrize("park", sorted(TTLS))
+def test_a_tool_that_outlives_its_park_ttl_does_not_hold_the_turn(rig: Rig, park: str) -> None:
+    """Issue 28 item 2: at the (escalated) TTL the agent gets its error
+    result, and the turn reads the agent's reply and ends while the tool runs
+    on; its result, when it comes, is a late result the follow-up turn
+    carries. The turn used to wait for the tool (for ever, for a tool that
+    never ends)."""
+    write_config(rig.env, TTLS[park])
+    call = {"tool": "slow_tool", "arguments": {"seconds": 4}, "poll_interval": 0.2}
+    rig.script([[{"mcp_call": call}, rig.say(" first turn over.")], [rig.say("second turn got: "), rig.echo()]])
+    result = rig.run("go")
+    ctx = result.context()
+    assert result.proc.returncode == 0, ctx
+    first = result.of("turn_end")[0]
+    assert "timed out after" in first["response"] and first["response"].endswith(" first turn over."), ctx
+    order = [e["type"] if e["type"] != "notice" else e["message"] for e in result.events]
+    late = next(i for i, what in enumerate(order) if "arrived after its call ended" in what)
+    assert order.index("turn_end") < late, order  # the turn ended before the tool did
+    assert any("waiting for host tool 'slow_tool'" in what for what in order[:late]), order
+    assert "second turn got: [Late tool delivery]" in result.text, ctx
+    assert "slow done after 4" in result.text.split("second turn got:")[1], ctx
+    assert rig.turns_sent() == 2, ctx
+
+
+def test_the_clocks_run_again_after_a_park_ttl(rig: Rig) -> None:
+    """Issue 28 item 2: after the TTL the agent says a little and goes
+    silent; the inactivity clock fires (the turn used to wait for the tool,
+    here 60 s). The tool, still running, is then waited for only up to the
+    turn's deadline (12 s), and cancelled there with a notice."""
+    config = "[bridge]\nescalate_after_seconds = 0\npark_ttl_seconds = 0.5\n"
+    # 12 s: the bridge's first connection (its SDK import) takes seconds on a busy machine, on the deadline's clock
+    write_config(rig.env, config + "[turn]\ntimeout_minutes = 0.2\ninactivity_minutes = 0.025\n")
+    call = {"tool": "slow_tool", "arguments": {"seconds": 60}}
+    # no follow-up turn is sent: the tool is cancelled at the deadline
+    rig.script([[{"mcp_call": call}, rig.say(" then silence."), {"hang": True}], [rig.say("a follow-up turn")]])
+    started = time.monotonic()
+    result = rig.run("go")
+    elapsed = time.monotonic() - started
+    ctx = result.context()
+    assert result.proc.returncode == 3, ctx
+    [end] = result.of("turn_end")
+    assert end["error_kind"] == "inactivity" and end["response"].endswith("then silence."), ctx
+    notices = [n["message"] for n in result.of("notice")]
+    assert any("slow_tool" in n and "deadline" in n and "cancelled" in n for n in notices), ctx
+    assert elapsed < 30, f"{elapsed:.1f}s: the turn waited for the tool"
 
 
 def test_the_agent_hanging_up_aborts_the_park(rig: Rig) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import itertools
+import math
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -221,6 +222,12 @@ class TurnHandle:
             yield
         finally:
             timers.release()
+
+    def remaining_s(self) -> float:
+        """Seconds left of the turn's overall deadline (``math.inf`` without
+        one). Frozen while a park pauses it, and running on after the turn
+        settled: a host tool that outlived its park is bounded by it."""
+        return self._timers.remaining() if self._timers is not None else math.inf
 
     # -- consumer --------------------------------------------------------------
 

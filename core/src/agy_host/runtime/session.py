@@ -186,6 +186,8 @@ class SessionRuntime:
         self._turn_scope: trio.CancelScope | None = None
         #: Set while a turn waits for its session's turn lock.
         self._queue_scope: trio.CancelScope | None = None
+        #: Set while a finished turn waits for host tools that outlived their park.
+        self._tools_waiting = False
         self._interrupts = 0
         self.turns = 0
         #: The last finished turn (``None`` before one, or when it was left behind).
@@ -471,19 +473,38 @@ class SessionRuntime:
             )
             while result.stop_reason == "tool_use":
                 result = await layer.resolve_tool_use(tools, sinks)
+            if result.stop_reason != "aborted":
+                await self._wait_for_detached_tools()
             late = self.roundtrips is not None and self.roundtrips.has_late_results
             if result.stop_reason == "aborted" or not late or follow_ups >= MAX_LATE_FOLLOW_UPS:
                 return result
             follow_ups += 1
             prompt = []  # the late results are the whole prompt
 
+    async def _wait_for_detached_tools(self) -> None:
+        """The turn is over, and host tools that outlived their park still run:
+        their results go to the agent in a follow-up turn, so wait for them,
+        each at most until its turn's deadline. An interrupt cancels them
+        (:meth:`abort`)."""
+        if self.roundtrips is None or not self.roundtrips.tools.detached:
+            return
+        self._tools_waiting = True
+        try:
+            await self.roundtrips.tools.wait_detached()
+        finally:
+            self._tools_waiting = False
+
     def abort(self, reason: str = "user") -> bool:
         """Ask the agent to stop the running turn (a turn still waiting for
-        its session stops waiting); ``False`` when none runs."""
+        its session stops waiting, one waiting for its detached host tools
+        cancels them); ``False`` when none runs."""
         if self._leave_queue():
             return True
         if self._turn_scope is None or self.layer is None:
             return False
+        if self._tools_waiting and self.roundtrips is not None:
+            self.roundtrips.tools.cancel_detached("as the user stopped waiting for it")
+            return True
         self.layer.abort(reason)
         return True
 

@@ -9,6 +9,7 @@ the same agent turn. Split from the turn layer, which keeps the reading.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,11 @@ async def resolve_tool_use(
     This is where host-side gating happens: a tool may refuse by returning
     an error result, and a tool that raises answers the agent with one
     (the agent decides what to do with it). An abort of the turn cancels
-    the tool; nothing is delivered then. When no sink takes a result of a
+    the tool; nothing is delivered then. A bridge call's tool runs in the
+    round-trips (:meth:`~agy_host.service.roundtrips.RoundTrips.run_tool`):
+    when its park ends first (its TTL, the agent hanging up) the turn is
+    continued at once, without the tool, whose result comes later as a late
+    result. When no sink takes a result of a
     call the driver parked itself, that call cannot be answered, so the
     turn is aborted rather than left to hang until its park times out.
     """
@@ -42,13 +47,21 @@ async def resolve_tool_use(
     request = turn.handle_request
     assert request is not None
     tool = tools.get(request.name)
+    owned = layer._owned(request.call_id)
+    result: ToolResult | None
     if tool is None:
-        result: ToolResult | None = ToolResult(
-            text=f"host tool {request.name!r} is not available in this agy-host", is_error=True
+        result = ToolResult(text=f"host tool {request.name!r} is not available in this agy-host", is_error=True)
+    elif owned and layer.roundtrips is not None:
+        # A bridge call: its park may end before the tool does (TTL, hang-up).
+        # Then the turn reads on and the tool's result comes late.
+        ran = await layer.roundtrips.run_tool(
+            request.call_id, request.name, turn.handle, functools.partial(call_tool, tool, request)
         )
+        if ran == "detached":
+            return await layer.continue_turn()
+        result = None if ran == "aborted" else ran
     else:
         result = await run_tool(tool, request, turn.handle)
-    owned = layer._owned(request.call_id)
     if result is not None and result.unanswered_question:
         turn.unanswered.append(result.unanswered_question)
         layer.emit(
@@ -88,8 +101,19 @@ async def resolve_tool_use(
     return await layer.continue_turn()
 
 
+async def call_tool(tool: HostTool, request: ToolUseRequested) -> ToolResult:
+    """The tool's answer to ``request``: a tool that raises answers with an
+    error result, a value that is not a result becomes its text."""
+    try:
+        value: object = await tool.call(dict(request.args))
+    except Exception as exc:
+        return ToolResult(text=f"host tool {request.name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
+    return value if isinstance(value, ToolResult) else ToolResult(text=str(value))
+
+
 async def run_tool(tool: HostTool, request: ToolUseRequested, handle: TurnHandle) -> ToolResult | None:
-    """The tool's result; ``None`` when the turn was aborted meanwhile."""
+    """The result of a tool whose call the driver parked itself (no TTL: it
+    is waited for); ``None`` when the turn was aborted meanwhile."""
     result: ToolResult | None = None
     async with trio.open_nursery() as nursery:
 
@@ -98,13 +122,9 @@ async def run_tool(tool: HostTool, request: ToolUseRequested, handle: TurnHandle
             nursery.cancel_scope.cancel()
 
         nursery.start_soon(cancel_on_abort)
-        try:
-            value: object = await tool.call(dict(request.args))
-        except Exception as exc:
-            value = ToolResult(text=f"host tool {request.name!r} failed: {type(exc).__name__}: {exc}", is_error=True)
-        result = value if isinstance(value, ToolResult) else ToolResult(text=str(value))
+        result = await call_tool(tool, request)
         nursery.cancel_scope.cancel()
     return result
 
 
-__all__ = ["resolve_tool_use", "run_tool"]
+__all__ = ["call_tool", "resolve_tool_use", "run_tool"]

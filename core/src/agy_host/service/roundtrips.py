@@ -21,7 +21,11 @@ and it outlives any single HTTP request:
   (soft cap 64: only settled entries are evicted, running ones never);
 * **tombstones** of parks that died (TTL, disconnect, abort, turn end; at most
   64): a result that arrives later becomes a **late result**, delivered as a
-  prompt on the next fresh turn.
+  prompt on the next fresh turn;
+* **the tools themselves** (:meth:`RoundTrips.run_tool`,
+  :mod:`agy_host.service.tool_runs`): a tool whose park ends first is no
+  longer waited for; the turn reads the agent's reply, and the tool's result
+  comes later as a late result.
 
 Fail closed: with no active turn a call is refused with a clear error. A turn
 that ends (or is aborted) fails its open parks at once, because some agents
@@ -35,7 +39,7 @@ import collections
 import contextlib
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import msgspec
@@ -46,6 +50,7 @@ from agy_host.contract.tools import ToolResult
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.service import roundtrip_text as texts
 from agy_host.service.delegation import DelegationGuard, ServiceContext, add_delegation_guard, delegated_agent
+from agy_host.service.tool_runs import NoResult, ToolRuns
 
 if TYPE_CHECKING:
     from agy_host.config import BridgeConfig
@@ -132,6 +137,9 @@ class _Park:
         self.done = False
         self.answer: ToolResult | None = None
         self.answered = trio.Event()
+        #: Set when the park resolves or fails: its tool, if still running, is
+        #: no longer waited for (:meth:`RoundTrips.run_tool`).
+        self.ended = trio.Event()
         self.scope = trio.CancelScope()
 
 
@@ -157,6 +165,8 @@ class RoundTrips:
         self.closed = False
         self.log = Lifecycle()
         self.stats = dict.fromkeys(("calls", "resolved", "failed", "escalated", "late", "refused"), 0)
+        #: The host tools running for the calls (and those that outlived their park).
+        self.tools = ToolRuns(nursery, deliver=self.deliver_tool_result, notice=self._notice)
 
     # -- wiring ----------------------------------------------------------------------
 
@@ -271,6 +281,19 @@ class RoundTrips:
 
     # -- the host's side ---------------------------------------------------------------
 
+    async def run_tool(
+        self, call_id: str, name: str, handle: TurnHandle, call: Callable[[], Awaitable[ToolResult]]
+    ) -> ToolResult | NoResult:
+        """Run the host tool of parked call ``call_id`` and wait for it while
+        its park lives: its result, or ``"aborted"`` (the turn was aborted,
+        the tool cancelled), or ``"detached"``: the park ended first (TTL,
+        escalated TTL, hang-up) or the agent's turn settled, so the turn reads
+        on while the tool runs on, its result a late result
+        (:class:`~agy_host.service.tool_runs.ToolRuns`)."""
+        park = self._pending.get(call_id)
+        ended = park.ended if park is not None and not park.done else None
+        return await self.tools.run(call_id, name, handle, call, park_ended=ended)
+
     def deliver_tool_result(self, call_id: str, result: ToolResult) -> bool:
         """The host tool finished. Answers the parked call, or records the
         result for the poll tool (escalated), or keeps it as a late result
@@ -303,6 +326,7 @@ class RoundTrips:
         park = self._pending.get(call_id)
         if park is not None:
             self._fail(park, CANCELLED_BY_HOST)
+        self.tools.cancel(call_id, "as the host gave up on it")
         self._tombstones.pop(call_id, None)
         entry = self._registry.get(call_id)
         if entry is not None and entry.state == "running":
@@ -328,6 +352,7 @@ class RoundTrips:
     def close(self) -> None:
         """The command is ending: answer every waiting call, stop unparking."""
         self.closed = True
+        self.tools.close()
         self._target = None
         for park in list(self._pending.values()):
             self._fail(park, SHUTDOWN)
@@ -404,6 +429,7 @@ class RoundTrips:
 
     def _settle(self, park: _Park) -> None:
         park.done = True
+        park.ended.set()
         park.scope.cancel()
 
     def _unpark(self, park: _Park) -> None:
