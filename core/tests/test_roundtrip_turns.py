@@ -157,6 +157,19 @@ def tool(name: str, fn: Callable[[dict[str, Any]], Awaitable[ToolResult]]) -> di
     return {name: HostTool(name=name, description="", input_schema={"type": "object"}, call=fn)}
 
 
+def never_ending() -> tuple[Callable[[dict[str, Any]], Awaitable[ToolResult]], trio.Event]:
+    """A tool that never returns, and the event set when it is cancelled."""
+    cancelled = trio.Event()
+
+    async def forever(args: dict[str, Any]) -> ToolResult:
+        try:
+            await trio.sleep_forever()
+        finally:
+            cancelled.set()
+
+    return forever, cancelled
+
+
 async def run(r: Rig, prompt: str = "go", **kw: Any) -> Any:
     return await r.layer.run_turn("s", [TextBlock(text=prompt)], cwd="/work", **kw)
 
@@ -262,13 +275,7 @@ async def test_a_result_after_the_park_ttl_is_delivered_on_the_next_fresh_turn(
 
 
 async def test_abort_while_the_tool_runs_cancels_it(tmp_path: Path) -> None:
-    cancelled = trio.Event()
-
-    async def forever(args: dict[str, Any]) -> ToolResult:
-        try:
-            await trio.sleep_forever()
-        finally:
-            cancelled.set()
+    forever, cancelled = never_ending()
 
     async with rig(tmp_path, calls_once, RoundTripSettings()) as r:
         await run(r)
@@ -333,13 +340,7 @@ async def test_a_tool_that_never_ends_is_cancelled_at_its_turns_deadline(
     """Issue 28 item 2: the TTL ends the park, the turn reads on and ends,
     and the tool, detached, runs on until the turn's deadline: the 4 s spent
     before the park count, the parked 3 s do not (100 - 4 = 96 s left)."""
-    cancelled = trio.Event()
-
-    async def forever(args: dict[str, Any]) -> ToolResult:
-        try:
-            await trio.sleep_forever()
-        finally:
-            cancelled.set()
+    forever, cancelled = never_ending()
 
     async def agent(d: ScriptDriver, req: TurnRequest, h: TurnHandle) -> OutcomeActivity:
         await trio.sleep(4)
@@ -358,13 +359,7 @@ async def test_a_tool_that_never_ends_is_cancelled_at_its_turns_deadline(
 async def test_an_abort_cancels_a_detached_tool(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
     """The agent goes on after the TTL and the person aborts the turn: the
     tool that outlived its park is cancelled with it, and says so."""
-    cancelled = trio.Event()
-
-    async def forever(args: dict[str, Any]) -> ToolResult:
-        try:
-            await trio.sleep_forever()
-        finally:
-            cancelled.set()
+    forever, cancelled = never_ending()
 
     async def agent(d: ScriptDriver, req: TurnRequest, h: TurnHandle) -> OutcomeActivity:
         await d.agent_calls(h, "lookup", {})
