@@ -41,9 +41,11 @@ from agy_host.runtime.store_files import (
     SESSIONS_DIR,
     Parsed,
     SessionBinding,
+    StoreError,
     encode_session_file,
     file_name,
     parse_session_file,
+    read_bytes,
     replace_file,
     session_name,
 )
@@ -131,35 +133,31 @@ class SessionStore:
         self._told.add(mark)
         return self._warn
 
+    def _parse(self, path: Path, name: str | None) -> tuple[str, Parsed] | str | None:
+        """The file's session name and bindings, why it is not a session file
+        (of ``name``, when given), or ``None`` when there is no file."""
+        data = read_bytes(path)
+        if data is None:
+            return None
+        return parse_session_file(data, path, self._teller(path, data), session=name)
+
     def _read(self, path: Path, name: str) -> Parsed:
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return Parsed(bindings={})
-        except OSError as exc:
-            raise StoreError(f"cannot read the session store {path}: {exc}") from exc
-        got = parse_session_file(data, path, self._teller(path, data), session=name)
+        got = self._parse(path, name)
         if isinstance(got, str):  # look again under the lock before moving anything
             with self._locked():
                 return self._read_locked(path, name)
-        return got[1]
+        return got[1] if got is not None else Parsed(bindings={})
 
     def _read_locked(self, path: Path, name: str | None) -> Parsed:
         """The file's bindings; the caller holds the lock. A file that is not
         a session file (of ``name``, when given) is moved aside, and that is
         always reported."""
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return Parsed(bindings={})
-        except OSError as exc:
-            raise StoreError(f"cannot read the session store {path}: {exc}") from exc
-        got = parse_session_file(data, path, self._teller(path, data), session=name)
+        got = self._parse(path, name)
         if isinstance(got, str):
             moved = fsutil.quarantine(path)
             self._warn(f"session store: {path} {got}; moved it to {moved}, its bindings are not used")
             return Parsed(bindings={})
-        return got[1]
+        return got[1] if got is not None else Parsed(bindings={})
 
     def get(self, key: str) -> SessionBinding | None:
         return self.bindings_of(session_name(key)).get(key)
@@ -189,13 +187,9 @@ class SessionStore:
         self.reload()
         out: dict[str, dict[str, SessionBinding]] = {}
         for path in self._files():
-            try:
-                data = path.read_bytes()
-            except FileNotFoundError:
+            got = self._parse(path, None)
+            if got is None:
                 continue  # removed meanwhile
-            except OSError as exc:
-                raise StoreError(f"cannot read the session store {path}: {exc}") from exc
-            got = parse_session_file(data, path, self._teller(path, data))
             if isinstance(got, str):
                 with self._locked():
                     self._read_locked(path, None)  # moved aside and reported, unless fixed meanwhile
@@ -278,10 +272,6 @@ class SessionStore:
                             stray.unlink()
                             removed += 1
         return removed
-
-
-class StoreError(Exception):
-    """A state file exists but cannot be read (permissions, I/O error)."""
 
 
 __all__ = [

@@ -183,6 +183,21 @@ def parse_session_file(data: bytes, path: Path, warn: Warn, *, session: str | No
     return name, parsed
 
 
+class StoreError(Exception):
+    """A state file exists but cannot be read (permissions, I/O error)."""
+
+
+def read_bytes(path: Path, what: str = "the session store") -> bytes | None:
+    """``path``'s bytes; ``None`` when there is no such file; a file that
+    exists but cannot be read is a :class:`StoreError`, never an empty store."""
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise StoreError(f"cannot read {what} {path}: {exc}") from exc
+
+
 def encode_session_file(session: str, bindings: Mapping[str, SessionBinding]) -> bytes:
     doc = {"version": FILE_VERSION, "session": session, "bindings": {k: bindings[k] for k in sorted(bindings)}}
     return msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n"
@@ -236,11 +251,13 @@ __all__ = [
     "SESSIONS_DIR",
     "Parsed",
     "SessionBinding",
+    "StoreError",
     "encode_session_file",
     "file_name",
     "narrow_bindings",
     "narrow_entry",
     "parse_session_file",
+    "read_bytes",
     "replace_file",
     "session_name",
     "temp_of",

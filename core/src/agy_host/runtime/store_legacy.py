@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 
 from agy_host import fsutil
-from agy_host.runtime.store_files import SessionBinding, narrow_bindings, session_name
+from agy_host.runtime.store_files import SessionBinding, narrow_bindings, read_bytes, session_name
 
 #: The old single-file store, in the state directory; its lock file
 #: (``sessions.json.lock``) stays the store's lock, so an older build still
@@ -47,14 +47,9 @@ def read_legacy(path: Path, warn: Warn) -> Legacy | None:
     """The bindings of ``sessions.json``; ``None`` when there is none (or it
     was not a store: then it is moved aside and that is reported). The caller
     holds the store's lock."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+    data = read_bytes(path, "the old session store")
+    if data is None:
         return None
-    except OSError as exc:
-        from agy_host.runtime.store import StoreError
-
-        raise StoreError(f"cannot read the old session store {path}: {exc}") from exc
     try:
         doc = json.loads(data.decode("utf-8"))  # the reader that wrote and read it so far
     except (ValueError, RecursionError) as exc:  # not UTF-8, not JSON, or nested too deep
