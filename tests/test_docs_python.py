@@ -54,6 +54,26 @@ SCRIPTS: dict[str, Any] = {
         ]
     },
     "read the failing test": "happy",
+    "clean the build folder": {
+        "prompt": [
+            {
+                "permission": {
+                    "tool_call": {"toolCallId": "rm-1", "title": "Run run_shell_command?", "kind": "execute"},
+                    "branches": {"allow": [{"chunk": "removed"}], "reject": [{"chunk": "not allowed"}]},
+                }
+            },
+            {"tool_call": {"toolCallId": "ls-1", "title": "Run list_directory?", "kind": "read"}},
+            {"tool_call_update": {"toolCallId": "ls-1", "status": "completed"}},
+            {"stop": "end_turn"},
+        ]
+    },
+    "find where the config is read": {
+        "prompt": [
+            {"permission": {"tool_call": {"toolCallId": "r-1", "title": "Run read_file?", "kind": "read"}}},
+            {"permission": {"tool_call": {"toolCallId": "x-1", "title": "Run run_shell_command?", "kind": "execute"}}},
+            {"stop": "end_turn"},
+        ]
+    },
     "ask me for my favourite colour": "question",
     "write a very long story": {
         "cancel": "graceful",
@@ -74,6 +94,10 @@ OUTPUTS: dict[str, str] = {
     "list the failing tests": "2 ['test_a', 'test_b']\n",
     "sort the imports": "Sorted.\n0 7\n",
     "read the failing test": "HELLO False\nHELLO True\n",
+    "clean the build folder": "before permission run_shell_command execute\nafter list_directory done\nend 5\n",
+    "find where the config is read": (
+        "Run read_file? allow allowed_tools\nRun run_shell_command? deny disallowed_tools\n"
+    ),
     "ask me for my favourite colour": "the agent asks: Do you prefer red or blue? ['Red', 'Blue']\nBlue\n",
     "write a very long story": "130 aborted\n130\nTHE END 0\n",
 }

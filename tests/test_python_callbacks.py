@@ -14,21 +14,18 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import sniffio
 import trio
+from program_kit import LOOPS, Home, forever, nap, run_on
 
 import agy_host
-from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
-from agy_host.testing.isolation import isolated_env
 
 pytest.importorskip("agy_host_acp.engine", reason="the ACP engine is not installed")
-
-LOOPS = ["trio", "asyncio"]
 
 FORM = {
     "sessionId": "<session>",
@@ -51,59 +48,6 @@ def tool(name: str) -> dict[str, Any]:
 
 
 EVERY_KIND = {"prompt": [QUESTION, PERMISSION, tool("shout"), {"chunk": " / "}, tool("whisper"), {"stop": "end_turn"}]}
-
-
-def run_on(loop: str, fn: Callable[[], Awaitable[Any]]) -> Any:
-    if loop == "trio":
-        return trio.run(fn)
-    return asyncio.run(fn())  # type: ignore[arg-type]
-
-
-async def nap() -> None:
-    """A real await of the program's own library (an asyncio future under
-    asyncio: what trio's context cannot run)."""
-    if sniffio.current_async_library() == "asyncio":
-        await asyncio.sleep(0.01)
-    else:
-        await trio.sleep(0.01)
-
-
-async def forever(ended: list[str]) -> None:
-    """Await the program's own library for good; note the cancellation that
-    ends it (``CancelledError`` under asyncio, ``Cancelled`` under trio)."""
-    try:
-        await nap()
-        if sniffio.current_async_library() == "asyncio":
-            await asyncio.sleep(3600)
-        else:
-            await trio.sleep(3600)
-    except BaseException as exc:
-        ended.append(type(exc).__name__)
-        raise
-
-
-class Home:
-    def __init__(self, tmp_path: Path) -> None:
-        self.tmp = tmp_path
-        self.cwd = tmp_path / "project"
-        self.cwd.mkdir()
-        self.env = isolated_env(tmp_path / "home", AGY_HOST_TTY="none")
-        self.agents = 0
-
-    def agent(self, scenario: Any) -> FakeAgent:
-        self.agents += 1
-        return fake_acp_agent_command(scenario, workdir=self.tmp / f"agent-{self.agents}")
-
-    def bound(self, seconds: float) -> None:
-        """``turn.permission_timeout_seconds`` in this HOME's config."""
-        config = self.tmp / "home" / ".config" / "agy-host" / "config.toml"
-        config.parent.mkdir(parents=True, exist_ok=True)
-        config.write_text(f"[turn]\npermission_timeout_seconds = {seconds}\n")
-
-    async def run(self, scenario: Any, *, check: bool = False, **kw: Any) -> agy_host.TurnResult:
-        agent = self.agent(scenario)
-        async with agy_host.open_session(agent=agent.command_line, env=self.env, cwd=self.cwd, **kw) as s:
-            return await s.run("go", check=check)
 
 
 @pytest.fixture

@@ -80,6 +80,7 @@ EXPORTS = [
     "TextBlock",
     "TextDelta",
     "ThoughtDelta",
+    "ToolCall",
     "ToolCard",
     "ToolResult",
     "ToolUseRequested",

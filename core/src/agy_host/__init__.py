@@ -180,6 +180,9 @@ if TYPE_CHECKING:
     from agy_host.contract.run_context import (
         TurnContext as TurnContext,
     )
+    from agy_host.contract.tool_calls import (
+        ToolCall as ToolCall,
+    )
     from agy_host.contract.tools import (
         HostTool as HostTool,
     )
@@ -287,6 +290,8 @@ _EXPORTS = {
     "Question": "agy_host.contract.interactions",
     "Answer": "agy_host.contract.interactions",
     "FormField": "agy_host.contract.interactions",
+    # what before_tool is called with
+    "ToolCall": "agy_host.contract.tool_calls",
     # for plugin and engine authors
     "Engine": "agy_host.engine.base",
     "EngineCapabilities": "agy_host.engine.base",

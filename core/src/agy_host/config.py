@@ -129,6 +129,10 @@ class PermissionsConfig(msgspec.Struct, kw_only=True):
     rules: list[PermissionRule] = msgspec.field(default_factory=list)
     #: What ``rules`` does when no rule matches.
     rules_default: Literal["allow", "deny", "ask"] = "ask"
+    #: Tools allowed without the policy, and tools always denied (denied wins):
+    #: globs over names, ``kind:`` globs over kinds (docs/permissions.md).
+    allowed_tools: list[str] = msgspec.field(default_factory=list)
+    disallowed_tools: list[str] = msgspec.field(default_factory=list)
 
 
 class BridgeConfig(msgspec.Struct, kw_only=True):

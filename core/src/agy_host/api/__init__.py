@@ -45,9 +45,10 @@ if TYPE_CHECKING:
     from agy_host.api._callbacks import ProgramLoop
     from agy_host.api._loops import Job, Loop
     from agy_host.api._setup import Options, PermissionCallback
-    from agy_host.contract.events import HostEvent, UsageCounts
+    from agy_host.contract.events import HostEvent, ToolCard, UsageCounts
     from agy_host.contract.interactions import Question
     from agy_host.contract.prompt import PromptBlock
+    from agy_host.contract.tool_calls import ToolCall
     from agy_host.contract.turn_result import TurnResult
     from agy_host.runtime.host import Host
 
@@ -86,10 +87,13 @@ class Turn:
         opts = session._options
         runtime = loop.runtime
         queue = self._queue
+        observers = session._observers
 
         async def turn() -> TurnResult | None:
             try:
-                return await runtime.turn(opts.session, self._blocks, cwd=opts.cwd, settings=opts.settings)
+                return await observers.around(
+                    lambda: runtime.turn(opts.session, self._blocks, cwd=opts.cwd, settings=opts.settings)
+                )
             finally:
                 queue.put_nowait(_END)
 
@@ -188,6 +192,7 @@ class Session:
         self._turns = 0
         self._loop: Loop | None = None
         self._current: Turn | None = None
+        self._observers = options.observers(host)
 
     def _loop_(self) -> Loop:
         if self._loop is None:
@@ -198,6 +203,7 @@ class Session:
         current = self._current
         if current is not None:
             current._event(event)
+            self._observers.saw(event)
 
     @property
     def info(self) -> SessionStatus:
@@ -405,6 +411,11 @@ def open_session(
     max_tokens: int | None = None,
     max_cost: float | None = None,
     trace: str | Path | None = None,
+    before_tool: Callable[[ToolCall], Any] | None = None,
+    after_tool: Callable[[ToolCard], Any] | None = None,
+    on_turn_end: Callable[[TurnResult], Any] | None = None,
+    allowed_tools: Sequence[str] = (),
+    disallowed_tools: Sequence[str] = (),
 ) -> contextlib.AbstractAsyncContextManager[Session]:
     """Open a session on an agent: ``async with open_session(...) as s``.
 
@@ -428,6 +439,16 @@ def open_session(
     once with exit code 7 (:class:`SessionBusy` with ``check=True``). ``trace``
     appends every frame to and from the agent to a file, secrets redacted
     (``--trace``; ``AGY_HOST_TRACE`` in ``env`` does the same).
+
+    Hooks (sync or async, on the program's loop, bounded like the
+    permission callback): ``before_tool`` gets each
+    :class:`~agy_host.contract.tool_calls.ToolCall` before it runs (``True``
+    allows, ``False`` or a reason denies, a dict rewrites a host tool's or a
+    harness step's input, ``None`` leaves it to the policy); ``after_tool``
+    each finished ``ToolCard``; ``on_turn_end`` each ``TurnResult``.
+    ``allowed_tools`` and ``disallowed_tools`` are globs over tool names
+    (``kind:`` globs over kinds) allowed without the policy, and always
+    denied (denied wins); the config's ``[permissions]`` lists apply too.
 
     A named ``session`` runs on its warm agent, as ``agy-host run --session``
     does: kept alive after each turn for ``keep_alive`` idle minutes (default
@@ -463,6 +484,11 @@ def open_session(
         max_tokens=max_tokens,
         max_cost=max_cost,
         trace=trace,
+        before_tool=before_tool,
+        after_tool=after_tool,
+        on_turn_end=on_turn_end,
+        allowed_tools=allowed_tools,
+        disallowed_tools=disallowed_tools,
     )
     return _Opener(options)
 

@@ -15,6 +15,7 @@ from agy_host.api.errors import EngineUnavailable, SessionNotFound, UsageError
 
 if TYPE_CHECKING:
     from agy_host.api._callbacks import ProgramLoop
+    from agy_host.api._hooks import Observers
     from agy_host.config import AnswerRule
     from agy_host.contract.interactions import Question
     from agy_host.contract.permissions import PermissionRequest
@@ -115,8 +116,18 @@ class Options:
             raise UsageError("on_question is not callable")
         self.on_question: Callable[[Question], Any] | None = on_question
         self.answers = _answer_rules(kw.get("answers"))
+        from agy_host.api._hooks import checked_callable, patterns
+
+        #: ``before_tool``, ``after_tool``, ``on_turn_end`` (:mod:`agy_host.api._hooks`).
+        self.before_tool = checked_callable("before_tool", kw.get("before_tool"))
+        self.after_tool = checked_callable("after_tool", kw.get("after_tool"))
+        self.on_turn_end = checked_callable("on_turn_end", kw.get("on_turn_end"))
+        self.allowed_tools = patterns("allowed_tools", kw.get("allowed_tools"))
+        self.disallowed_tools = patterns("disallowed_tools", kw.get("disallowed_tools"))
         trace = kw.get("trace")
         self.trace: str | None = str(Path(trace).expanduser().absolute()) if trace else None
+        #: Where the program's callbacks run (set by :meth:`host`).
+        self.program: ProgramLoop | None = None
 
     def host(self, program: ProgramLoop | None = None) -> Host:
         """The run context: config, env, plugins; the engine loaded and checked.
@@ -125,7 +136,7 @@ class Options:
         from agy_host.engine.base import EngineError
         from agy_host.runtime.host import Host
 
-        program = program or ProgramLoop()
+        program = self.program = program or ProgramLoop()
         plugin = _PythonPlugin(self.tools, self.callback, program)
         self.host_tools = plugin.tools
         extra = [*self.plugins, plugin]
@@ -146,12 +157,33 @@ class Options:
         host.answer_rules = self.answers
         if self.on_question is not None:
             host.question_callback = question_asker(self.on_question, program)
+        self._hooks(host, program)
         try:
             self._check(host)
         except BaseException:
             host.close()
             raise
         return host
+
+    def observers(self, host: Host) -> Observers:
+        """``after_tool`` and ``on_turn_end``, on the loop :meth:`host` was given."""
+        from agy_host.api._callbacks import ProgramLoop
+        from agy_host.api._hooks import Observers
+
+        program = self.program or ProgramLoop()
+        return Observers(
+            self.after_tool, self.on_turn_end, program, lambda: host.config.turn.permission_timeout_seconds
+        )
+
+    def _hooks(self, host: Host, program: ProgramLoop) -> None:
+        """The tool lists and ``before_tool`` on the host's tool gate."""
+        from agy_host.api._hooks import BeforeTool
+        from agy_host.service.tool_lists import entries
+
+        host.allowed_tools = entries(self.allowed_tools, "allowed_tools=")
+        host.disallowed_tools = entries(self.disallowed_tools, "disallowed_tools=")
+        if self.before_tool is not None:
+            host.before_tool = BeforeTool(self.before_tool, program)
 
     def _check(self, host: Host) -> None:
         """The engine loads, the session exists when resumed, the rules and the policy can work."""

@@ -216,6 +216,8 @@ def register(app: typer.Typer, state: CliState) -> None:
         system_prompt: opt.SystemPrompt = None,
         digest: opt.Digest = None,
         answers: opt.Answers = None,
+        allow_tool: opt.AllowTool = None,
+        deny_tool: opt.DenyTool = None,
         add_dir: opt.AddDirs = None,
         max_tokens: opt.MaxTokens = None,
         max_cost: opt.MaxCost = None,

@@ -140,6 +140,24 @@ Answers = Annotated[
         metavar="FILE",
     ),
 ]
+AllowTool = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow-tool",
+        help="Allow tools whose name matches GLOB without asking the permission policy "
+        "(kind:GLOB matches the tool's kind, e.g. kind:read; repeatable).",
+        metavar="GLOB",
+    ),
+]
+DenyTool = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--deny-tool",
+        help="Deny tools whose name matches GLOB, whatever the policy says; wins over --allow-tool "
+        "(kind:GLOB matches the tool's kind, e.g. kind:execute; repeatable).",
+        metavar="GLOB",
+    ),
+]
 Trace = Annotated[
     Path | None,
     typer.Option(
@@ -190,6 +208,9 @@ class TurnOptions(msgspec.Struct, kw_only=True):
     system_prompt: str | None = None
     digest: bool | None = None
     answers: str | None = None
+    #: ``--allow-tool`` and ``--deny-tool`` patterns (the config's lists apply too).
+    allow_tools: list[str] = msgspec.field(default_factory=list)
+    deny_tools: list[str] = msgspec.field(default_factory=list)
     add_dirs: list[str] = msgspec.field(default_factory=list)
     max_tokens: int | None = None
     max_cost: float | None = None
@@ -254,6 +275,8 @@ def common(prefix: str, given: Mapping[str, Any]) -> dict[str, Any]:
         "add_dirs": _dirs(given.get("add_dir") or []),
         "trace": _trace(given.get("trace")),
         "keep_alive_min": given.get("keep_alive"),
+        "allow_tools": list(given.get("allow_tool") or []),
+        "deny_tools": list(given.get("deny_tool") or []),
     }
 
 
@@ -338,6 +361,10 @@ def open_host(state: CliState, opts: TurnOptions, host: Host | None = None) -> t
             host.answer_rules = load_answers(Path(opts.answers))
         except AnswersFileError as exc:
             raise SetupFailed(str(exc), ExitCode.USAGE, host) from exc
+    from agy_host.service.tool_lists import entries
+
+    host.allowed_tools = entries(opts.allow_tools, "--allow-tool")
+    host.disallowed_tools = entries(opts.deny_tools, "--deny-tool")
     problem = host.rules_problem()
     if problem:
         raise SetupFailed(problem, ExitCode.USAGE, host)
@@ -427,6 +454,8 @@ _PASSED = (
 __all__ = [
     "SESSION_HELP",
     "AddDirs",
+    "AllowTool",
+    "DenyTool",
     "MaxCost",
     "MaxTokens",
     "NoWait",

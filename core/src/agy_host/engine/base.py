@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from agy_host.config import Config
     from agy_host.contract.diagnostics import DiagnosticReport
     from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+    from agy_host.contract.tool_calls import ToolGateView
     from agy_host.contract.tools import HostTool
     from agy_host.engine.driver import TurnDriver
     from agy_host.engine.trace import TraceTap, WireTrace
@@ -145,7 +146,8 @@ McpServersProvider = Callable[[], list[McpServerSpec]]
 class EngineContext:
     """What the host hands an engine: config, state dir, the permission
     decider, MCP servers to register, the host tools, a sink for
-    user-visible notices, and the wire trace when one was asked for.
+    user-visible notices, the wire trace when one was asked for, and the
+    tool gate.
 
     Plain attributes, so an engine author can build one in a test.
     """
@@ -164,7 +166,10 @@ class EngineContext:
         permission_policy: str = "",
         ask_question: QuestionAsker | None = None,
         trace: WireTrace | None = None,
+        tool_gate: ToolGateView | None = None,
     ) -> None:
+        from agy_host.contract.tool_calls import OpenGate
+
         self.config = config
         self.state_dir = state_dir
         self.decide_permission = decide_permission
@@ -188,6 +193,11 @@ class EngineContext:
         #: is written; ``None`` when tracing is off. Engines write through
         #: :meth:`Engine.wire_trace`.
         self.trace = trace
+        #: The host's tool gate (the tool lists, a program's ``before_tool``):
+        #: an engine that sees its agent's tool calls before they run (the
+        #: harness's pre-tool hook) asks it about each while it is ``active``.
+        #: Permission requests pass it inside :attr:`decide_permission`.
+        self.tool_gate: ToolGateView = tool_gate if tool_gate is not None else OpenGate()
 
 
 class PlanRequest(msgspec.Struct, kw_only=True, frozen=True):

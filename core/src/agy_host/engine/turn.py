@@ -39,6 +39,7 @@ AnswerT = TypeVar("AnswerT")
 if TYPE_CHECKING:
     from agy_host.contract.interactions import Answer, Question, QuestionAsker
     from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+    from agy_host.contract.tool_calls import ToolCall, ToolGateView, ToolVerdict
     from agy_host.engine.base import PermissionDecider
 
 
@@ -112,6 +113,19 @@ class EngineTurn:
             return PermissionDecision(option_id=None, policy="host", reason=reason)
 
         return await self._always_answered(lambda: decide(request), cancelled, "policy failed", bound_s)
+
+    async def check_tool(self, gate: ToolGateView, call: ToolCall, *, bound_s: float | None = None) -> ToolVerdict:
+        """Ask the host's tool gate about ``call`` (an engine that sees its
+        agent's steps before they run: the harness's pre-tool hook) the way
+        :meth:`decide_permission` asks the policy: clocks stopped, bounded, an
+        abort answers at once. No answer is a denial: the step must not run
+        on a verdict nobody gave."""
+        from agy_host.contract.tool_calls import ToolVerdict
+
+        def cancelled(reason: str, nobody: bool) -> ToolVerdict:
+            return ToolVerdict(allow=False, reason=f"{reason}; refused", by="host")
+
+        return await self._always_answered(lambda: gate.check(call), cancelled, "the tool gate failed", bound_s)
 
     def cancel_permissions(self) -> None:
         """Abort: every open permission request and question is answered ``cancelled``."""

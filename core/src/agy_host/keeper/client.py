@@ -264,6 +264,8 @@ class RemoteRuntime:
                 nursery.start_soon(self._question, frames, frame)
             elif isinstance(frame, wire.CallTool):
                 nursery.start_soon(self._tool, frames, frame)
+            elif isinstance(frame, wire.CheckTool):
+                nursery.start_soon(self._check, frames, frame)
             elif isinstance(frame, wire.TurnDone):
                 return frame
             elif isinstance(frame, wire.Refused):
@@ -276,6 +278,10 @@ class RemoteRuntime:
     async def _question(self, frames: wire.FrameStream, ask: wire.AskQuestion) -> None:
         answer = await self.host.ask_question(ask.question)
         await frames.send(wire.QuestionAnswer(id=ask.id, answer=answer))
+
+    async def _check(self, frames: wire.FrameStream, ask: wire.CheckTool) -> None:
+        verdict = await self.host.check_tool(ask.call)
+        await frames.send(wire.ToolChecked(id=ask.id, verdict=verdict))
 
     async def _tool(self, frames: wire.FrameStream, call: wire.CallTool) -> None:
         await frames.send(wire.ToolAnswer(id=call.id, result=await self._run_tool(call.name, call.arguments)))
@@ -334,6 +340,9 @@ def run_request(
         digest=digest,
         draws_diffs=draws_diffs,
         tools=[wire.ToolSpec(name=t.name, description=t.description, input_schema=t.input_schema) for t in tools],
+        allowed_tools=list(host.allowed_tools),
+        disallowed_tools=list(host.disallowed_tools),
+        before_tool=host.before_tool is not None,
     )
     fields = {f: getattr(settings, f) for f in wire.Settings.__struct_fields__}
     return wire.RunTurn(

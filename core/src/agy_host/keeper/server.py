@@ -385,6 +385,8 @@ class Keeper:
                     relay.answered(frame.id, frame.answer)
                 elif isinstance(frame, wire.ToolAnswer):
                     relay.answered(frame.id, frame.result)
+                elif isinstance(frame, wire.ToolChecked):
+                    relay.answered(frame.id, frame.verdict)
                 elif isinstance(frame, wire.Interrupt) and runtime is not None:
                     sig = getattr(signal.Signals, frame.signal, None) if frame.signal else None
                     runtime.interrupt(sig)

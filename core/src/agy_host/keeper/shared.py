@@ -98,6 +98,7 @@ class Agent:
         spec = self.spec
         host = RemoteHost(
             self.attached,
+            spec,
             env=spec.env,
             engine=spec.engine,
             agent=spec.agent,

@@ -38,6 +38,7 @@ from agy_host.config import config_path
 from agy_host.contract.events import CommandsUpdated, ToolCard, TurnStarted
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
+from agy_host.contract.tool_calls import ToolCall, ToolVerdict
 from agy_host.contract.tools import ToolResult
 from agy_host.keeper import wire
 from agy_host.runtime.host import Host
@@ -181,6 +182,13 @@ class Relay:
             return got
         return ToolResult(text=f"host tool {name!r}: {self.label} left before it answered", is_error=True)
 
+    async def check_tool(self, call: ToolCall) -> ToolVerdict:
+        """The client's tool gate about ``call`` (its program's ``before_tool``)."""
+        got = await self._ask(lambda i: wire.CheckTool(id=i, call=call))
+        if isinstance(got, ToolVerdict):
+            return got
+        return ToolVerdict(allow=False, by="keeper", reason=f"{self.label} left before answering; refused")
+
     async def _ask(self, make: Callable[[int], Any]) -> object:
         if self.closed:
             return None
@@ -212,11 +220,25 @@ class Relay:
 class RemoteHost(Host):
     """A :class:`Host` whose person is elsewhere: permission requests and
     questions go to the client attached for the turn of the session that
-    asks (``relay(session)``)."""
+    asks (``relay(session)``), and so does a tool call its program's
+    ``before_tool`` must see (:meth:`asks_client`); the command's tool
+    lists apply here, from its spec (the config's from the keeper's own)."""
 
-    def __init__(self, relay: Callable[[str], Relay | None], **kw: Any) -> None:
+    def __init__(self, relay: Callable[[str], Relay | None], spec: wire.HostSpec, **kw: Any) -> None:
         self._relay = relay
         super().__init__(**kw)
+        self.allowed_tools = list(spec.allowed_tools)
+        self.disallowed_tools = list(spec.disallowed_tools)
+        if spec.before_tool:
+            self.before_tool = self.asks_client
+
+    async def asks_client(self, call: ToolCall) -> ToolVerdict:
+        """The attached client's verdict (its tool gate, its program's
+        ``before_tool``); nobody attached: refused."""
+        relay = self._relay(call.session)
+        if relay is None:
+            return ToolVerdict(allow=False, by="keeper", reason="no command is attached; refused")
+        return await relay.check_tool(call)
 
     async def decide_permission(self, request: PermissionRequest) -> PermissionDecision:
         relay = self._relay(request.session)

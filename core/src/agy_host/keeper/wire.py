@@ -20,6 +20,7 @@ from agy_host.contract.events import HostEvent
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.prompt import PromptBlock
+from agy_host.contract.tool_calls import ListEntry, ToolCall, ToolVerdict
 from agy_host.contract.tools import ToolResult
 from agy_host.contract.turn_result import TurnResult
 
@@ -78,6 +79,13 @@ class HostSpec(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: Host tools the client runs itself; part of the warm profile (another
     #: list starts cold).
     tools: list[ToolSpec] = msgspec.field(default_factory=list)
+    #: The command's tool lists (``--allow-tool``, ``--deny-tool``, a program's
+    #: ``allowed_tools=``...); the config's the keeper reads itself.
+    allowed_tools: list[ListEntry] = msgspec.field(default_factory=list)
+    disallowed_tools: list[ListEntry] = msgspec.field(default_factory=list)
+    #: The client has a ``before_tool`` hook: the keeper asks it about each
+    #: host tool and harness step (:class:`CheckTool`).
+    before_tool: bool = False
 
 
 class Settings(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -142,6 +150,13 @@ class ToolAnswer(_Frame, tag="tool_answer"):
 
     id: int
     result: ToolResult
+
+
+class ToolChecked(_Frame, tag="tool_checked"):
+    """The client's tool gate's verdict the keeper asked for (:class:`CheckTool`)."""
+
+    id: int
+    verdict: ToolVerdict
 
 
 class Status(_Frame, tag="status"):
@@ -222,6 +237,14 @@ class CallTool(_Frame, tag="call_tool"):
     arguments: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+class CheckTool(_Frame, tag="check_tool"):
+    """A tool call about to run on the warm agent, for the client's tool gate
+    (its program's ``before_tool``): answered with :class:`ToolChecked`."""
+
+    id: int
+    call: ToolCall
+
+
 class TurnDone(_Frame, tag="done"):
     """The turn's end: its result, or ``None`` with ``error`` when the keeper
     could not run it (or stopped waiting for it)."""
@@ -265,7 +288,9 @@ class Done(_Frame, tag="ok"):
     count: int = 0
 
 
-ToKeeper = Hello | RunTurn | Interrupt | PermissionAnswer | QuestionAnswer | ToolAnswer | Status | Stop | Cancel
+ToKeeper = (
+    Hello | RunTurn | Interrupt | PermissionAnswer | QuestionAnswer | ToolAnswer | ToolChecked | Status | Stop | Cancel
+)
 ToClient = (
     Welcome
     | Refused
@@ -275,6 +300,7 @@ ToClient = (
     | AskPermission
     | AskQuestion
     | CallTool
+    | CheckTool
     | TurnDone
     | StatusReply
     | Done
@@ -407,6 +433,8 @@ __all__ = [
     "HostSpec",
     "Interrupt",
     "PermissionAnswer",
+    "CheckTool",
+    "ToolChecked",
     "QuestionAnswer",
     "Refused",
     "RunTurn",

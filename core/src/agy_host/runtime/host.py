@@ -46,12 +46,15 @@ if TYPE_CHECKING:
     from agy_host.config import AnswerRule
     from agy_host.contract.interactions import Answer, Question, QuestionAsker
     from agy_host.contract.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
+    from agy_host.contract.tool_calls import ToolCall, ToolVerdict
     from agy_host.engine.base import Engine, EngineContext, EngineFactory, McpServerSpec
     from agy_host.engine.trace import WireTrace
     from agy_host.runtime.store import SessionStore
+    from agy_host.runtime.tool_gate import BeforeTool, ToolGate
     from agy_host.service.base import Service
     from agy_host.service.interactions import InteractionBroker
     from agy_host.service.roundtrips import ServiceContext
+    from agy_host.service.tool_lists import Entry, ToolLists
 
 #: Chosen when nothing else decides and it is installed (the spec's default).
 DEFAULT_ENGINE = "stream-json"
@@ -126,6 +129,13 @@ class Host:
         #: ``--answers FILE`` rules (before the config's ``[[answer]]``).
         self.answer_rules: list[AnswerRule] = []
         self._question_callback: QuestionAsker | None = None
+        #: ``--allow-tool``/``--deny-tool``, a program's ``allowed_tools=``/``disallowed_tools=``
+        #: (the config's lists apply as well: :attr:`tool_lists`).
+        self.allowed_tools: list[Entry] = []
+        self.disallowed_tools: list[Entry] = []
+        #: A program's ``before_tool``, run on its loop (:mod:`agy_host.api._hooks`).
+        self.before_tool: BeforeTool | None = None
+        self._gate: ToolGate | None = None
         #: Services handed out by ``agy_host_services`` for this command.
         self.services: list[Service] = []
         from agy_host.contract.run_context import RunContext
@@ -229,6 +239,7 @@ class Host:
             permission_policy=self.permissions_flag or self.config.permissions.policy or DEFAULT_POLICY,
             ask_question=self.ask_question,
             trace=self.wire_trace(),
+            tool_gate=self.tool_gate,
         )
 
     def mcp_servers(self, engine_name: str) -> list[McpServerSpec]:
@@ -344,13 +355,13 @@ class Host:
         return policy
 
     def rules_problem(self) -> str | None:
-        """Why the answer rules (``--answers``, ``answers=``, ``[[answer]]``) or
-        ``[[permissions.rules]]`` cannot be used (a glob too long, too many
+        """Why the answer rules (``--answers``, ``answers=``, ``[[answer]]``),
+        ``[[permissions.rules]]`` or the tool lists cannot be used (a glob too long, too many
         rules: :mod:`agy_host.service.globs`), or ``None``. The commands refuse
         to start on it (exit 2); every glob is compiled once it passes."""
         from agy_host.service.globs import rules_problem
 
-        return rules_problem(self.config, str(self.config_path), self.answer_rules)
+        return rules_problem(self.config, str(self.config_path), self.answer_rules) or self.tool_lists.problem()
 
     def policy_problem(self) -> str | None:
         """Why the selected policy cannot work in this command (``ask`` with
@@ -370,11 +381,51 @@ class Host:
         trio's own cancellation of the caller), never waits past the bound.
         A request to call a host tool that only asks the user (the bridge's
         question tool) is allowed without the policy: the question goes to
-        the question broker when the tool runs."""
+        the question broker when the tool runs. The tool gate (the tool
+        lists, a program's ``before_tool``) answers next when it has an answer."""
         from agy_host.service.tool_names import question_tool_decision
 
         asking = question_tool_decision(request, self.plugins.tools())
-        return asking if asking is not None else await self.broker.decide(request)
+        if asking is not None:
+            return asking
+        gated = await self.tool_gate.permission(request)
+        return gated if gated is not None else await self.broker.decide(request)
+
+    # -- the tool gate -------------------------------------------------------------------
+
+    @property
+    def tool_lists(self) -> ToolLists:
+        """``allowed_tools``/``disallowed_tools``: the config's, then the
+        command's or the program's (:mod:`agy_host.service.tool_lists`)."""
+        from agy_host.service.tool_lists import ToolLists, entries
+
+        perms, path = self.config.permissions, self.config_path
+        return ToolLists(
+            allowed=[*entries(perms.allowed_tools, f"[permissions] allowed_tools in {path}"), *self.allowed_tools],
+            disallowed=[
+                *entries(perms.disallowed_tools, f"[permissions] disallowed_tools in {path}"),
+                *self.disallowed_tools,
+            ],
+        )
+
+    @property
+    def tool_gate(self) -> ToolGate:
+        """The lists, then the program's ``before_tool``, before the policy
+        (:mod:`agy_host.runtime.tool_gate`); one per host, so a call asked
+        about twice (the harness's hook, then its policy) is decided once."""
+        if self._gate is None:
+            from agy_host.runtime.tool_gate import ToolGate
+
+            self._gate = ToolGate(
+                lambda: self.tool_lists,
+                lambda: self.before_tool,
+                lambda: self.config.turn.permission_timeout_seconds,
+            )
+        return self._gate
+
+    async def check_tool(self, call: ToolCall) -> ToolVerdict:
+        """The gate's verdict about ``call``; bounded, never raises."""
+        return await self.tool_gate.check(call)
 
     # -- services ------------------------------------------------------------------------
 

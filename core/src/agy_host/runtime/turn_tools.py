@@ -17,6 +17,7 @@ import trio
 
 from agy_host.contract.events import Notice, QuestionAnswered, ToolUseRequested
 from agy_host.contract.tools import HostTool, ToolResult
+from agy_host.runtime.tool_gate import check_host_tool
 
 if TYPE_CHECKING:
     from agy_host.contract.turn_result import ToolResultSink, TurnResult
@@ -30,9 +31,11 @@ async def resolve_tool_use(
     """Run the host tool the parked turn asked for, hand its result to the
     first sink that knows the call, and continue the turn.
 
-    This is where host-side gating happens: a tool may refuse by returning
-    an error result, and a tool that raises answers the agent with one
-    (the agent decides what to do with it). An abort of the turn cancels
+    This is where host-side gating happens: the tool gate (the tool lists,
+    a program's ``before_tool``) may refuse the call or rewrite its input
+    (:func:`~agy_host.runtime.tool_gate.check_host_tool`), a tool may refuse
+    by returning an error result, and a tool that raises answers the agent
+    with one (the agent decides what to do with it). An abort of the turn cancels
     the tool; nothing is delivered then. A bridge call's tool runs in the
     round-trips (:meth:`~agy_host.service.roundtrips.RoundTrips.run_tool`):
     when its park ends first (its TTL, the agent hanging up) the turn is
@@ -49,8 +52,13 @@ async def resolve_tool_use(
     tool = tools.get(request.name)
     owned = layer._owned(request.call_id)
     result: ToolResult | None
+    refused: ToolResult | None = None
+    if tool is not None:
+        request, refused = await check_host_tool(layer, turn.session, request)
     if tool is None:
         result = ToolResult(text=f"host tool {request.name!r} is not available in this agy-host", is_error=True)
+    elif refused is not None:
+        result = refused
     elif owned and layer.roundtrips is not None:
         # A bridge call: its park may end before the tool does (TTL, hang-up).
         # Then the turn reads on and the tool's result comes late.

@@ -43,7 +43,7 @@ from agy_host.engine.driver import DriverSnapshot, TurnHandle, TurnRequest
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.timers import minutes
 from agy_host.engine.turn import DriverTurns, TurnFailed, driver_scope
-from agy_host_harness import opening, outcome, prompting, reachability, wire
+from agy_host_harness import opening, outcome, pre_tool, prompting, reachability, wire
 from agy_host_harness.binary import INSTALL_HINT
 from agy_host_harness.bootstrap import BootstrapError
 from agy_host_harness.conversation import Conversation
@@ -198,6 +198,8 @@ class HarnessDriver:
                 self._nursery.start_soon(conversation.send, _no_turn_answer(event.tool_call.id))
             elif event.policy_decision_request is not None:
                 self._nursery.start_soon(conversation.send, _deny(event.policy_decision_request, "no turn is running"))
+            elif event.call_hook_request is not None:
+                self._nursery.start_soon(conversation.send, _no_turn_hook(event.call_hook_request))
             return
         turn.on_event(event)
         if (call := event.tool_call) is not None:
@@ -210,9 +212,8 @@ class HarnessDriver:
                 turn.questions_seen.add(key)
                 self._nursery.start_soon(self._questions, conversation, turn, step)
         elif (hook := event.call_hook_request) is not None:
-            # no hooks are enabled; answer anyway so the harness never waits
-            reply = {"callHookResponse": {"requestId": hook.request_id, "emptyResult": {}}}
-            self._nursery.start_soon(conversation.send, reply)
+            # the pre-tool hook while the host gates tools; any other answered empty
+            self._nursery.start_soon(pre_tool.answer, self, conversation, turn, hook)
 
     def on_bad_frame(self, conversation: Conversation, frame: str, error: str) -> None:
         self.stats["bad_frames"] += 1
@@ -256,7 +257,7 @@ class HarnessDriver:
         except (msgspec.DecodeError, RecursionError):
             parsed = {"arguments": args.arguments_json}
         tool_args = parsed if isinstance(parsed, dict) else {"arguments": parsed}
-        title = _permission_title(args.tool_name, tool_args)
+        title = permission_title(args.tool_name, tool_args)
         options = options_for(args.tool_name)
         request = PermissionRequest(
             session=turn.request.session,
@@ -542,6 +543,15 @@ def _no_turn_answer(call_id: str) -> dict[str, Any]:
     return {"toolResponse": {"id": call_id, "errorMessage": "no agy-host turn is running to answer this host tool"}}
 
 
+def _no_turn_hook(hook: wire.CallHookRequest) -> dict[str, Any]:
+    """A hook asked with no turn to answer it: a step is refused, anything else answered empty."""
+    if hook.type == pre_tool.PRE_TOOL:
+        result: dict[str, Any] = {"preToolResult": {"decision": "DENY", "reason": "no agy-host turn is running"}}
+    else:
+        result = {"emptyResult": {}}
+    return {"callHookResponse": {"requestId": hook.request_id, **result}}
+
+
 def _deny(ask: wire.PolicyDecisionRequest, reason: str) -> dict[str, Any]:
     return {
         "policyDecisionResponse": {
@@ -552,7 +562,7 @@ def _deny(ask: wire.PolicyDecisionRequest, reason: str) -> dict[str, Any]:
     }
 
 
-def _permission_title(tool: str, args: dict[str, Any]) -> str:
+def permission_title(tool: str, args: dict[str, Any]) -> str:
     if tool == "run_command":
         return f"Run: {args.get('CommandLine', '')}".strip()
     target = args.get("TargetFile") or args.get("AbsolutePath") or ""

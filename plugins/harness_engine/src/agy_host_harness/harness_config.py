@@ -16,7 +16,9 @@ that turn and the conversation goes on.
   statically; any other policy (``ask``, ``rules``, a plugin's) gets one
   dynamic rule per such tool, which the harness sends back as a
   ``policyDecisionRequest`` for the host's policy to answer. Reading and
-  searching are never asked about, as in Antigravity.
+  searching are never asked about, as in Antigravity. A tool the tool lists
+  allow gets no rule (the harness runs it unasked); while the host gates
+  tools, the pre-tool hook is on (:mod:`.pre_tool`).
 * The host's system block is appended to Antigravity's own instructions, or
   replaces them (``system_prompt_mode = "replace"``).
 * Every conversation gets the configured budget: the harness has no cap on
@@ -32,7 +34,7 @@ import msgspec
 
 from agy_host.contract.tools import HostTool
 from agy_host.engine.base import McpServerSpec
-from agy_host_harness import retries
+from agy_host_harness import pre_tool, retries
 from agy_host_harness.settings import HarnessSettings
 
 #: Harness tools that change the machine: asked about unless allowed.
@@ -53,6 +55,10 @@ class Profile(msgspec.Struct, kw_only=True, frozen=True):
     skip_permissions: bool
     host_tools: tuple[str, ...]
     mcp: tuple[str, ...]
+    #: The host gates tools: every step goes through the pre-tool hook.
+    pre_tool: bool = False
+    #: Tools that need permission which the tool lists allow (no rule: unasked).
+    allowed: tuple[str, ...] = ()
 
 
 class Endpoint(msgspec.Struct, kw_only=True, frozen=True):
@@ -125,21 +131,26 @@ def side_tools(settings: HarnessSettings) -> dict[str, Any]:
     return tools
 
 
+#: The last rule of every policy config: a harness given rules denies every
+#: tool no rule matches (fail-closed: host tools, reads, searches), so the
+#: tools agy-host does not gate are allowed by name, as Google's SDK does
+#: (``confirm_run_command``: a deny, then ``allow("*")``).
+ALLOW_THE_REST: dict[str, Any] = {"tool": "*", "decision": "POLICY_DECISION_ALLOW"}
+
+
 def policy_config(policy: str, skip_permissions: bool) -> dict[str, Any] | None:
     if skip_permissions or policy == "auto":
         return None  # the harness allows by default
     if policy == "deny":
-        return {
-            "rules": [
-                {"tool": t, "decision": "POLICY_DECISION_DENY", "denyReason": f"{t} {STATIC_DENIAL}"}
-                for t in GATED_TOOLS
-            ]
-        }
+        denied = [
+            {"tool": t, "decision": "POLICY_DECISION_DENY", "denyReason": f"{t} {STATIC_DENIAL}"} for t in GATED_TOOLS
+        ]
+        return {"rules": [*denied, ALLOW_THE_REST]}
     asked: list[dict[str, Any]] = [
         {"tool": t, "decision": "POLICY_DECISION_ASK_USER", "isDynamic": True, "ruleId": f"agy-host:{t}"}
         for t in GATED_TOOLS
     ]
-    return {"rules": asked}
+    return {"rules": [*asked, ALLOW_THE_REST]}
 
 
 def host_tool_declarations(tools: Sequence[HostTool]) -> list[dict[str, Any]]:
@@ -215,8 +226,11 @@ def build(
     if mcp:
         config["mcpServers"] = mcp
     policy = policy_config(profile.policy, profile.skip_permissions)
-    if policy:
-        config["policyConfig"] = policy
+    rules = pre_tool.policy_rules(policy["rules"] if policy else [], profile.allowed, profile.pre_tool)
+    if rules:
+        config["policyConfig"] = {"rules": rules}
+    if profile.pre_tool:
+        config["enabledHooks"] = list(pre_tool.HOOKS)
     instructions = system_instructions(system_block, settings.system_prompt_mode)
     if instructions:
         config["systemInstructions"] = instructions

@@ -28,7 +28,7 @@ from agy_host.contract.tools import HostTool
 from agy_host.engine.base import McpServerSpec
 from agy_host.engine.lifecycle import Lifecycle
 from agy_host.engine.turn import TurnFailed
-from agy_host_harness import harness_config
+from agy_host_harness import harness_config, pre_tool
 from agy_host_harness.conversation import Conversation
 from agy_host_harness.process import HarnessProcess
 from agy_host_harness.turn import HarnessTurn
@@ -60,6 +60,7 @@ def profile_of(
                 code="add-dir",
             )
         )
+    gate = engine.ctx.tool_gate
     return harness_config.Profile(
         model=model,
         effort=effort,
@@ -68,6 +69,8 @@ def profile_of(
         skip_permissions=req.skip_permissions,
         host_tools=tuple(sorted(t.name for t in tools)),
         mcp=tuple(sorted(f"{s.name}:{','.join(s.offers)}" for s in servers)),
+        pre_tool=gate.active,
+        allowed=pre_tool.listed_allowed(gate.listed, harness_config.GATED_TOOLS),
     )
 
 

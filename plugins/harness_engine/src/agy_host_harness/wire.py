@@ -200,6 +200,8 @@ class CallHookRequest(_W):
     request_id: str = ""
     name: str = ""
     type: str = ""
+    #: The step about to run (``LIFECYCLE_HOOK_PRE_TOOL``).
+    pre_tool_args: PreToolArgs | None = None
 
 
 class InitializeResponse(_W):
