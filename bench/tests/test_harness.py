@@ -6,6 +6,7 @@ Fast and not timing-based: nothing here asserts on a duration.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import sys
@@ -121,6 +122,29 @@ def test_warm_agents_report_judges_its_targets_and_skips_what_is_missing() -> No
     ]
     assert "| Gemini CLI, second command, warm | skipped: not provisioned |" in report.table
     assert any("saves 200 ms" in note for note in report.notes), report.notes
+
+
+def test_history_report_judges_by_cpu_and_the_history_has_todays_shape(tmp_path: Path) -> None:
+    from bench import b9_history
+    from bench.runner import BENCHMARKS
+
+    assert BENCHMARKS["B9"] is b9_history.run
+    values = {
+        b9_history.RUN_EMPTY: {"wall_s": 0.4, "cpu_s": 0.30, "peak_kb": 34_000},
+        b9_history.RUN_HISTORY: {"wall_s": 0.5, "cpu_s": 0.31, "peak_kb": 34_000},
+        b9_history.NEW_EMPTY: {"wall_s": 0.4, "cpu_s": 0.31, "peak_kb": 34_000},
+        b9_history.NEW_HISTORY: {"wall_s": 0.9, "cpu_s": 0.50, "peak_kb": 64_000},
+    }
+    cases = [Case(name, "ours", lambda v=v: v) for name, v in values.items()]
+    report = b9_history.report(Ctx(repeats=1), interleave(cases, 1))
+    assert [(t.measured, t.verdict) for t in report.targets] == [("1.61x", "NOT met")]
+    assert any("1.80x a plain run's" in note for note in report.notes), report.notes
+    facts = b9_history.build_history(tmp_path, sessions=40, megabytes=1)
+    store = json.loads((tmp_path / "agy-host" / "sessions.json").read_text())
+    assert store["version"] == 1 and len(store["bindings"]) == 40 == facts["sessions"]
+    transcripts = sorted((tmp_path / "agy-host" / "transcripts").iterdir())
+    assert len(transcripts) == 40 and sum(t.stat().st_size for t in transcripts) == facts["transcript_bytes"]
+    assert facts["largest"] > 10 * min(t.stat().st_size for t in transcripts), "a few sessions hold most bytes"
 
 
 def test_formatting() -> None:
