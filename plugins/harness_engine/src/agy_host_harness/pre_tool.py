@@ -87,9 +87,12 @@ def kind_of(name: str) -> str:
 
 def policy_rules(rules: list[dict[str, Any]], allowed: tuple[str, ...], hooked: bool) -> list[dict[str, Any]]:
     """The policy's rules with the tools the lists allow left out (the harness
-    runs them unasked), and the catch-all allow the hook needs."""
+    runs them unasked), and the catch-all allow the hook needs (unless the
+    rules end with one already)."""
     kept = [rule for rule in rules if rule.get("tool") not in allowed]
-    return [*kept, CATCH_ALL] if hooked and kept else kept
+    if hooked and kept and not any(rule.get("tool") == "*" for rule in kept):
+        kept.append(CATCH_ALL)
+    return kept
 
 
 def listed_allowed(gate_listed: Any, tools: tuple[str, ...]) -> tuple[str, ...]:
