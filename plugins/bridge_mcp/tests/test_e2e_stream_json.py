@@ -65,3 +65,30 @@ def test_the_registration_exists_only_while_the_host_runs(env: dict[str, str], f
     # afterwards: our entry removed, the user's entry kept as it was
     assert json.loads(path.read_text()) == foreign
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_python_session_registers_the_bridge_in_its_own_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_agy: Callable[..., Agy]
+) -> None:
+    """``env=`` is the session's whole environment: the ``agy`` CLI it runs
+    finds the bridge in that HOME's MCP config, and the program's own HOME
+    is never written."""
+    import agy_host
+
+    own_home = tmp_path / "program-home"
+    monkeypatch.setenv("HOME", str(own_home))
+    env = e2e_env(tmp_path, "stream-json")
+    agy = fake_agy(turn({"mcp_call": {"tool": "shout", "arguments": {"text": "hi"}}}))
+    project = tmp_path / "project"
+    project.mkdir()
+
+    def shout(text: str) -> str:
+        """Say it louder."""
+        return text.upper()
+
+    result = agy_host.run("go", env={**env, **agy.env}, cwd=project, tools=[shout], permissions="auto")
+    assert result.exit_code == 0, result
+    [seen] = agy.events("mcp-server")
+    assert seen["entry"].startswith("agy-host-bridge-"), seen
+    assert "HI" in result.response, result.response
+    assert not (own_home / ".gemini").exists(), "the program's own HOME was written"

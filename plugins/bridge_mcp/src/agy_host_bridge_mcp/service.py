@@ -60,6 +60,7 @@ class BridgeService:
     def __init__(self, settings: BridgeConfig, env: Mapping[str, str] | None = None) -> None:
         self.settings = settings
         self.env: Mapping[str, str] = os.environ if env is None else env
+        self._env_given = env is not None
         self.ctx: ServiceContext | None = None
         self.token = secrets.token_urlsafe(32)
         self.port: int | None = None
@@ -74,8 +75,13 @@ class BridgeService:
     # -- wiring ---------------------------------------------------------------------
 
     def bind_host(self, ctx: ServiceContext) -> None:
-        """Called by the host before :meth:`run` (the round-trips, engine, cwd)."""
+        """Called by the host before :meth:`run` (the round-trips, engine, cwd,
+        and the command's environment: a Python session's ``env=`` is its
+        HOME, so the ``agy`` CLI's MCP config is written there, never into
+        the process's own)."""
         self.ctx = ctx
+        if not self._env_given:
+            self.env = ctx.env
 
     @property
     def url(self) -> str | None:
