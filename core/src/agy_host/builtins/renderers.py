@@ -72,6 +72,20 @@ def question_line(event: QuestionAnswered) -> str:
     return f"[question] {who}{event.message} -> {marker}{event.action}{fields} ({how})"
 
 
+def same_terminal(a: IO[str], b: IO[str]) -> bool:
+    """Both streams write to one terminal device (a person reads them interleaved)."""
+    import os
+
+    if a is b:
+        return True
+    try:
+        if not (a.isatty() and b.isatty()):
+            return False
+        return os.fstat(a.fileno()).st_rdev == os.fstat(b.fileno()).st_rdev
+    except (AttributeError, OSError, ValueError):
+        return False
+
+
 class TextRenderer:
     """Plain text: the answer on stdout as it streams; everything else
     (tool lines, diffs, notices, the closing line) on stderr, so a pipe gets
@@ -84,6 +98,7 @@ class TextRenderer:
         self.err = err or sys.stderr
         self.verbose = opts.verbose
         self._at_line_start = True
+        self._shared: bool | None = None
         self.diffs = opts.diffs
         if self.diffs is not None:
             self.diffs.want()
@@ -106,12 +121,20 @@ class TextRenderer:
         self._at_line_start = s.endswith("\n")
 
     def _side(self, line: str) -> None:
-        if not self._at_line_start:
+        if not self._at_line_start and self._one_screen():
             self.out.write("\n")
             self.out.flush()
             self._at_line_start = True
         self.err.write(line + "\n")
         self.err.flush()
+
+    def _one_screen(self) -> bool:
+        """stdout and stderr are the same terminal: a side line must start on
+        its own line there. Anywhere else (a pipe, a file) stdout carries the
+        answer exactly as the agent wrote it, with no line break added."""
+        if self._shared is None:
+            self._shared = same_terminal(self.out, self.err)
+        return self._shared
 
     def _end_thought(self) -> None:
         """A thinking block ends at the next event of another kind: it is shown
