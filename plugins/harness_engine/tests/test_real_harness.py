@@ -150,6 +150,24 @@ def test_host_tool_is_declared_in_process_and_answered_in_the_same_turn(hhome: H
     assert 'echo {\\"x\\": 1}' in response["response"]["output"], response
 
 
+def test_a_host_tool_and_a_read_run_under_a_policy_that_asks(hhome: HarnessHome) -> None:
+    """A harness given policy rules denies every tool no rule matches
+    (fail-closed): under ``ask`` (no terminal here) or ``rules`` only the
+    gated tools may be refused, never a host tool or a read."""
+    model = hhome.serve(
+        one_turn(
+            [{"call": {"name": "host_echo", "args": {"x": 2}}}],
+            [{"call": {"name": "list_dir", "args": {"DirectoryPath": str(hhome.cwd)}}}],
+            [{"text": "done"}],
+        )
+    )
+    run = hhome.turn("t4b", "use the tools", "--permissions", "ask")
+    ok(run)
+    assert [e["name"] for e in run.of("tool_use")] == ["host_echo"], run
+    assert [e["status"] for e in run.of("tool") if e["name"] == "list_dir"][-1] == "done", run
+    assert "No policy rule matched" not in json.dumps(model.requests()[-1]["body"]["contents"]), run
+
+
 def test_a_host_tools_images_reach_the_model(hhome: HarnessHome) -> None:
     model = hhome.serve(one_turn([{"call": {"name": "picture", "args": {}}}], [{"text": "seen"}]))
     ok(hhome.turn("t17", "look"))

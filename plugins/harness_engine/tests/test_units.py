@@ -200,10 +200,12 @@ def test_policies_map_to_static_or_dynamic_rules() -> None:
     assert harness_config.policy_config("auto", False) is None
     assert harness_config.policy_config("ask", True) is None
     deny = harness_config.policy_config("deny", False)
-    assert deny is not None and {r["decision"] for r in deny["rules"]} == {"POLICY_DECISION_DENY"}
+    assert deny is not None and {r["decision"] for r in deny["rules"][:-1]} == {"POLICY_DECISION_DENY"}
     asked = harness_config.policy_config("rules", False)
-    assert asked is not None and all(r["isDynamic"] for r in asked["rules"])
+    assert asked is not None and all(r["isDynamic"] for r in asked["rules"][:-1])
     assert {r["tool"] for r in asked["rules"]} >= {"run_command", "write_to_file"}
+    # a harness with rules denies whatever no rule matches: the rest (host tools, reads) is allowed by name
+    assert deny["rules"][-1] == asked["rules"][-1] == {"tool": "*", "decision": "POLICY_DECISION_ALLOW"}
 
 
 def test_config_has_a_budget_endpoint_tools_and_the_bridge_without_host_tools() -> None:

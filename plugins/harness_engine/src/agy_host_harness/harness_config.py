@@ -131,21 +131,26 @@ def side_tools(settings: HarnessSettings) -> dict[str, Any]:
     return tools
 
 
+#: The last rule of every policy config: a harness given rules denies every
+#: tool no rule matches (fail-closed: host tools, reads, searches), so the
+#: tools agy-host does not gate are allowed by name, as Google's SDK does
+#: (``confirm_run_command``: a deny, then ``allow("*")``).
+ALLOW_THE_REST: dict[str, Any] = {"tool": "*", "decision": "POLICY_DECISION_ALLOW"}
+
+
 def policy_config(policy: str, skip_permissions: bool) -> dict[str, Any] | None:
     if skip_permissions or policy == "auto":
         return None  # the harness allows by default
     if policy == "deny":
-        return {
-            "rules": [
-                {"tool": t, "decision": "POLICY_DECISION_DENY", "denyReason": f"{t} {STATIC_DENIAL}"}
-                for t in GATED_TOOLS
-            ]
-        }
+        denied = [
+            {"tool": t, "decision": "POLICY_DECISION_DENY", "denyReason": f"{t} {STATIC_DENIAL}"} for t in GATED_TOOLS
+        ]
+        return {"rules": [*denied, ALLOW_THE_REST]}
     asked: list[dict[str, Any]] = [
         {"tool": t, "decision": "POLICY_DECISION_ASK_USER", "isDynamic": True, "ruleId": f"agy-host:{t}"}
         for t in GATED_TOOLS
     ]
-    return {"rules": asked}
+    return {"rules": [*asked, ALLOW_THE_REST]}
 
 
 def host_tool_declarations(tools: Sequence[HostTool]) -> list[dict[str, Any]]:
