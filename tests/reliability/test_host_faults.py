@@ -416,6 +416,34 @@ def test_a_held_store_lock_is_given_up_after_its_bound_with_the_holder_named(tmp
     assert "internal error" not in proc.stderr
 
 
+def test_a_turn_waits_out_a_held_store_lock_once_and_says_so_once(tmp_path: Path) -> None:
+    """A turn writes its binding when its conversation is known and again
+    when it ends; with the lock held by a program that never lets go, the
+    command waits the lock's bound once, tells the wait once and the lost
+    binding once, and the turn's own outcome stands."""
+    from agy_host.fsutil import LOCK_TIMEOUT_S
+    from agy_host.testing.agents import fake_acp_agent_command
+
+    agent = fake_acp_agent_command("happy", workdir=tmp_path / "agents")
+    holder = _hold_store_lock(tmp_path)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "agy_host.cli.main", "run", "--agent", agent.command_line, "--session", "lk", "hi"],
+            env=_cli_env(tmp_path),
+            cwd=tmp_path,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=LOCK_TIMEOUT_S * 4 + 30,
+        )
+    finally:
+        _end(holder)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("waiting for") == 1, proc.stderr
+    assert proc.stderr.count("could not save session 'lk'") == 1, proc.stderr
+    assert f"gave up after {LOCK_TIMEOUT_S:g}s" in proc.stderr, proc.stderr
+
+
 def test_commands_that_only_read_the_store_never_wait_for_its_lock(tmp_path: Path) -> None:
     """Issue 29: the store is a file per session, replaced whole by every
     write, so reading needs no lock: ``sessions list`` and ``show`` answer

@@ -53,6 +53,8 @@ from agy_host.runtime.store_legacy import LEGACY_FILE, merged, move_aside, read_
 
 #: The store's first format (one file for every session), read once and moved.
 STORE_FILE = LEGACY_FILE
+#: How long a write waits for the lock once this process gave up on it (see ``SessionStore._locked``).
+LOCK_RETRY_S = 1.0
 #: Version of a session's file.
 STORE_VERSION = FILE_VERSION
 
@@ -82,6 +84,7 @@ class SessionStore:
         self._warn = warn or _ignore
         #: Who hears that the lock is being waited for (stderr without ``warn``).
         self._on_wait = warn
+        self._gave_up = False
         #: Files whose problems were already reported (path and content hash).
         self._told: set[tuple[Path, int]] = set()
         self.reload()
@@ -92,7 +95,19 @@ class SessionStore:
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
-        with fsutil.locked(self.legacy_path, on_wait=self._on_wait):
+        """The store's lock. Once a write of this process gave up on a holder
+        that did not let go, later writes try for :data:`LOCK_RETRY_S` only,
+        and quietly: a command waits out :data:`~agy_host.fsutil.LOCK_TIMEOUT_S`
+        once, not once per write (a turn writes its binding when its
+        conversation is known and again when it ends)."""
+        timeout, on_wait = (LOCK_RETRY_S, _ignore) if self._gave_up else (fsutil.LOCK_TIMEOUT_S, self._on_wait)
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(fsutil.locked(self.legacy_path, timeout=timeout, on_wait=on_wait))
+            except fsutil.LockTimeout:
+                self._gave_up = True
+                raise
+            self._gave_up = False
             yield
 
     def file_of(self, name: str) -> Path:

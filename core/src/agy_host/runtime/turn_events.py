@@ -67,6 +67,8 @@ class TurnState:
         self.binding = binding
         self.started_at = started_at
         self.handle: TurnHandle | None = None
+        #: The conversation a write of the binding could not save (said once).
+        self.unsaved: str | None = None
         self.text: list[str] = []
         self.usage: UsageCounts | None = None
         self.cumulative: UsageCounts | None = None

@@ -539,12 +539,17 @@ class TurnLayer:
         try:
             self.store.set(turn.key, binding)
         except Exception as exc:
+            if turn.unsaved == conversation_id:
+                return  # said when the turn's first write failed; one error per conversation
+            turn.unsaved = conversation_id
             self.emit(
                 Notice(
                     level="error",
                     message=f"could not save session {turn.session!r} (conversation {conversation_id}): {exc}",
                 )
             )
+        else:
+            turn.unsaved = None
 
 
 __all__ = [
