@@ -10,7 +10,6 @@ anything) looks whether the agent is already running."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import trio
+from processes import interrupted
 
 from agy_host.cli.agent_ahead import agent_argv
 from agy_host.engine import ahead
@@ -116,26 +116,10 @@ def test_an_agent_nobody_adopts_is_ended_when_the_command_fails(env: dict[str, s
 def test_ctrl_c_while_the_command_loads_ends_the_agent_started_ahead(env: dict[str, str], tmp_path: Path) -> None:
     hold = tmp_path / "holding"
     env = {**env, "AGYT_PROBE_HOLD": str(hold)}
-    proc = subprocess.Popen(
-        [str(AGY_HOST), "run", "--agent", _agent(env), "hi"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not hold.exists():
-            assert time.monotonic() < deadline, "the command never loaded its plugins"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err
+    argv = [str(AGY_HOST), "run", "--agent", _agent(env), "hi"]
+    proc = interrupted(argv, env, hold.exists, what="loading the plugins")
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr
     [pid] = _pids(env)
     assert _gone(pid), "the agent started ahead outlived the command"
 

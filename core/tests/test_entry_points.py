@@ -3,7 +3,6 @@ sys.path, and finds what importlib.metadata finds without importing it."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import zipfile
 from collections.abc import Iterable
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from processes import python_says
 
 from agy_host import entry_points
 from agy_host.engine.base import ENGINE_GROUP
@@ -128,5 +128,4 @@ def test_the_scan_does_not_import_importlib_metadata() -> None:
         "[ep.dist.name for ep in eps];"
         "print(len(eps) > 0, sorted(m for m in ('importlib.metadata', 'email', 'zipfile') if m in sys.modules))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.stdout.split("\n")[-2] == "True []", proc.stderr
+    assert python_says(code) == "True []"

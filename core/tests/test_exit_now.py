@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+from processes import interrupted
 
 from agy_host.testing.agents import fake_acp_agent_command
 from agy_host.testing.isolation import install_plugin, isolated_env
@@ -147,26 +146,10 @@ def test_a_failed_turn_keeps_its_code_and_its_binding(env: dict[str, str], tmp_p
 
 def test_ctrl_c_exits_130_and_keeps_the_binding(env: dict[str, str], tmp_path: Path) -> None:
     agent = fake_acp_agent_command("cancel-graceful", workdir=tmp_path / "agents")
-    proc = subprocess.Popen(
-        [str(AGY_HOST), "run", "--agent", agent.command_line, "--session", "ctl", "go"],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while not agent.requests("session/prompt"):
-            assert time.monotonic() < deadline, "the prompt never reached the agent"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err
+    argv = [str(AGY_HOST), "run", "--agent", agent.command_line, "--session", "ctl", "go"]
+    proc = interrupted(argv, env, lambda: bool(agent.requests("session/prompt")), what="the prompt")
+    assert proc.returncode == 130, proc.stderr
+    assert "Traceback" not in proc.stderr
     assert not _mark(env, "finalized").exists()
     assert _session(env, "ctl")["session"]
 

@@ -5,7 +5,6 @@ Host's engine precedence."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Any
 
 import pytest
 from engines.distributions import engine_module, make_dist
+from processes import python_says
 
 from agy_host import hookimpl
 from agy_host.contract.events import TextDelta
@@ -294,8 +294,7 @@ def test_loading_an_engine_imports_neither_stevedore_nor_importlib_metadata() ->
         "names = [e.name for e in installed_engines()]; [load_engine_class(n) for n in names];"
         "print(bool(names), sorted(m for m in ('stevedore', 'importlib.metadata') if m in sys.modules))"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.stdout.split("\n")[-2] == "True []", proc.stderr
+    assert python_says(code) == "True []"
 
 
 def test_loading_an_engine_does_not_look_for_libpthread_with_ldconfig() -> None:
@@ -309,8 +308,7 @@ def test_loading_an_engine_does_not_look_for_libpthread_with_ldconfig() -> None:
         "from trio._core import _thread_cache;"
         "print('trio' in sys.modules, asked, _thread_cache.set_os_thread_name is not None)"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert proc.stdout.split("\n")[-2] == "True [] True", proc.stderr
+    assert python_says(code) == "True [] True"
 
 
 def _host(env: dict[str, str], *, engine: str | None = None, plugins: list[object] | None = None) -> Host:
