@@ -75,6 +75,10 @@ SCRIPTS: dict[str, Any] = {
         ]
     },
     "ask me for my favourite colour": "question",
+    "summarise the design notes": {
+        "agent_capabilities": {"sessionCapabilities": {"fork": {}}},
+        "prompt": [{"chunk": "Three notes."}, {"prompt_usage": {"totalTokens": 12}}],
+    },
     "write a very long story": {
         "cancel": "graceful",
         "prompts": [
@@ -100,6 +104,9 @@ OUTPUTS: dict[str, str] = {
     ),
     "ask me for my favourite colour": "the agent asks: Do you prefer red or blue? ['Red', 'Blue']\nBlue\n",
     "write a very long story": "130 aborted\n130\nTHE END 0\n",
+    "summarise the design notes": (
+        "notes ['acp'] 1 12\nsummarise the design notes -> Three notes. 12\nforked: notes-b 1\n['notes-b']\n"
+    ),
 }
 
 #: Examples that need warm agents on: the test stops the keeper they start.

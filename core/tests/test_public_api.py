@@ -32,6 +32,7 @@ EXPORTS = [
     "AgentMode",
     "AgyHostError",
     "Answer",
+    "BoundConversation",
     "CommandsUpdated",
     "Config",
     "DiagnosticReport",
@@ -47,12 +48,14 @@ EXPORTS = [
     "FormField",
     "HostEvent",
     "HostTool",
+    "HostToolUse",
     "ImageBlock",
     "KeeperLost",
     "McpServerSpec",
     "ModeCatalog",
     "ModelCatalog",
     "ModelInfo",
+    "NotSupported",
     "Notice",
     "OutputInvalid",
     "PermissionAnswered",
@@ -75,6 +78,9 @@ EXPORTS = [
     "Session",
     "SessionStatus",
     "SessionBusy",
+    "SessionDetail",
+    "SessionEntry",
+    "SessionInfo",
     "SessionNotFound",
     "StateFile",
     "TextBlock",
@@ -100,13 +106,27 @@ EXPORTS = [
     "UsageError",
     "UsageReport",
     "__version__",
+    "delete_session",
+    "fork_session",
+    "get_session",
     "hookimpl",
+    "list_sessions",
     "open_session",
     "run",
 ]
 
 PUBLIC_ROOMS = ("contract", "engine", "service", "testing")
-PUBLIC_MODULES = {"config", "hookspecs", "exit_codes", "fsutil", "entry_points", "api", "api.errors", "api.status"}
+PUBLIC_MODULES = {
+    "config",
+    "hookspecs",
+    "exit_codes",
+    "fsutil",
+    "entry_points",
+    "api",
+    "api.errors",
+    "api.status",
+    "api.sessions",
+}
 PRIVATE_PREFIXES = ("runtime", "cli", "builtins", "plugins", "api._", "keeper")
 
 

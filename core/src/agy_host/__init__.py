@@ -34,6 +34,9 @@ if TYPE_CHECKING:
         KeeperLost as KeeperLost,
     )
     from agy_host.api import (
+        NotSupported as NotSupported,
+    )
+    from agy_host.api import (
         OutputInvalid as OutputInvalid,
     )
     from agy_host.api import (
@@ -71,6 +74,18 @@ if TYPE_CHECKING:
     )
     from agy_host.api import (
         run as run,
+    )
+    from agy_host.api.sessions import (
+        delete_session as delete_session,
+    )
+    from agy_host.api.sessions import (
+        fork_session as fork_session,
+    )
+    from agy_host.api.sessions import (
+        get_session as get_session,
+    )
+    from agy_host.api.sessions import (
+        list_sessions as list_sessions,
     )
     from agy_host.config import (
         Config as Config,
@@ -180,6 +195,21 @@ if TYPE_CHECKING:
     from agy_host.contract.run_context import (
         TurnContext as TurnContext,
     )
+    from agy_host.contract.sessions import (
+        BoundConversation as BoundConversation,
+    )
+    from agy_host.contract.sessions import (
+        HostToolUse as HostToolUse,
+    )
+    from agy_host.contract.sessions import (
+        SessionDetail as SessionDetail,
+    )
+    from agy_host.contract.sessions import (
+        SessionEntry as SessionEntry,
+    )
+    from agy_host.contract.sessions import (
+        SessionInfo as SessionInfo,
+    )
     from agy_host.contract.tool_calls import (
         ToolCall as ToolCall,
     )
@@ -257,6 +287,7 @@ _EXPORTS = {
     "AgyHostError": "agy_host.api",
     "EngineUnavailable": "agy_host.api",
     "KeeperLost": "agy_host.api",
+    "NotSupported": "agy_host.api",
     "OutputInvalid": "agy_host.api",
     "PermissionDenied": "agy_host.api",
     "SessionBusy": "agy_host.api",
@@ -267,6 +298,16 @@ _EXPORTS = {
     "UsageError": "agy_host.api",
     "TurnResult": "agy_host.contract.turn_result",
     "ExitCode": "agy_host.exit_codes",
+    # sessions from code: the store `agy-host sessions` shows
+    "list_sessions": "agy_host.api.sessions",
+    "get_session": "agy_host.api.sessions",
+    "delete_session": "agy_host.api.sessions",
+    "fork_session": "agy_host.api.sessions",
+    "SessionInfo": "agy_host.contract.sessions",
+    "SessionDetail": "agy_host.contract.sessions",
+    "SessionEntry": "agy_host.contract.sessions",
+    "BoundConversation": "agy_host.contract.sessions",
+    "HostToolUse": "agy_host.contract.sessions",
     # what a turn streams
     "HostEvent": "agy_host.contract.events",
     "TurnStarted": "agy_host.contract.events",

@@ -13,7 +13,8 @@
 A :class:`Session` is a front-end of the same
 :class:`~agy_host.runtime.session.SessionRuntime` that ``agy-host run``,
 ``chat`` and ``ask`` use, built from the same config and store: its sessions
-are the CLI's (``agy-host sessions list`` shows them) and the reverse.
+are the CLI's (``agy-host sessions list`` shows them) and the reverse;
+:mod:`agy_host.api.sessions` lists, reads, deletes and forks them.
 Under asyncio the runtime runs as a trio guest on asyncio's loop (see
 :mod:`agy_host.api._loops` and ``docs/python.md`` for why).
 """
@@ -29,6 +30,7 @@ from agy_host.api.errors import (
     AgyHostError,
     EngineUnavailable,
     KeeperLost,
+    NotSupported,
     OutputInvalid,
     PermissionDenied,
     SessionBusy,
@@ -519,6 +521,7 @@ __all__ = [
     "AgyHostError",
     "EngineUnavailable",
     "KeeperLost",
+    "NotSupported",
     "OutputInvalid",
     "PermissionDenied",
     "Session",

@@ -10,11 +10,17 @@ through the trio token.
 Either way the session's turns run on a :class:`Runtime`: a local
 :class:`~agy_host.runtime.session.SessionRuntime`, or the session's warm
 agent in the keeper (:mod:`agy_host.api._warm`).
+
+Trio runs one guest per thread, so a one-off piece of trio work under
+asyncio (:func:`in_trio`: ``fork_session`` asking the agent) runs in the
+guest of a session open on that loop when there is one, else in a short
+guest run of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
@@ -202,10 +208,13 @@ class AsyncioLoop(Loop):
         if not self.ready.done():
             self.finished.result().unwrap()
             raise AgyHostError("the session runtime ended before it started")
+        _GUESTS[self.loop] = self
 
     async def close(self, *, cancel: bool = False) -> None:
         import asyncio
 
+        if _GUESTS.get(self.loop) is self:
+            del _GUESTS[self.loop]
         if self.token is None and not self.finished.done():
             # the guest has not run its first step yet
             await asyncio.wait([self.started, self.finished], return_when=asyncio.FIRST_COMPLETED)
@@ -250,10 +259,85 @@ class AsyncioLoop(Loop):
         return job.done
 
 
-def current_library() -> str:
+#: The trio guest of the session open on each asyncio loop, for :func:`in_trio`.
+_GUESTS: weakref.WeakKeyDictionary[Any, AsyncioLoop] = weakref.WeakKeyDictionary()
+
+
+async def in_trio(fn: Callable[[], Awaitable[_T]], what: str) -> _T:
+    """Await the trio code ``fn`` from the program's loop: directly under
+    trio; under asyncio in the trio guest of a session open on this loop
+    (trio runs one guest per thread), else in a guest run of its own.
+    Cancelling the caller cancels ``fn`` and waits for it to end. ``what``
+    names the call for a program that awaits it from another library."""
+    if current_library(what) == "trio":
+        return await fn()
+    import asyncio
+
+    import trio
+
+    scope = trio.CancelScope()
+
+    async def guarded() -> _T:
+        with scope:
+            return await fn()
+        raise AgyHostError("cancelled by the program")
+
+    guest = _GUESTS.get(asyncio.get_running_loop())
+    job = guest.spawn(guarded) if guest is not None else _guest_run(guarded)
+    ended: asyncio.Future[None] = getattr(job, "future")  # noqa: B009
+    try:
+        await asyncio.shield(ended)
+    except asyncio.CancelledError:
+        token = guest.token if guest is not None else getattr(job, "token", None)
+        if token is not None:
+            token.run_sync_soon(scope.cancel)
+        else:
+            scope.cancel()  # its guest run has not taken a step yet: it starts cancelled
+        await asyncio.shield(ended)
+        raise
+    if isinstance(job.error, trio.Cancelled):
+        raise AgyHostError(f"{what} was cut short: the session it ran in closed")
+    return job.unwrap()
+
+
+def _guest_run(fn: Callable[[], Awaitable[_T]]) -> Job[_T]:
+    """``fn`` in a trio guest run of its own on the running asyncio loop."""
+    import asyncio
+
+    import trio
+
+    loop = asyncio.get_running_loop()
+    job: Job[_T] = Job()
+    future = loop.create_future()
+    setattr(job, "future", future)  # noqa: B010 - as AsyncioLoop.spawn's
+
+    async def main() -> None:
+        setattr(job, "token", trio.lowlevel.current_trio_token())  # noqa: B010
+        try:
+            job.finish(await fn(), None)
+        except Exception as exc:  # handed to the awaiting caller
+            job.finish(None, exc)
+
+    def done(outcome: Any) -> None:
+        if not job.done:
+            job.finish(None, outcome.error if hasattr(outcome, "error") else AgyHostError("trio ended early"))
+        if not future.done():
+            future.set_result(None)
+
+    trio.lowlevel.start_guest_run(
+        main,
+        run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+        run_sync_soon_not_threadsafe=loop.call_soon,
+        done_callback=done,
+        host_uses_signal_set_wakeup_fd=True,
+    )
+    return job
+
+
+def current_library(what: str = "open_session()") -> str:
     import sniffio
 
     try:
         return sniffio.current_async_library()
     except sniffio.AsyncLibraryNotFoundError:
-        raise UsageError("open_session() must be used inside trio or asyncio; for a blocking call use run()") from None
+        raise UsageError(f"{what} must be awaited inside trio or asyncio; for a blocking call use run()") from None

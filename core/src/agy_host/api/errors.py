@@ -40,9 +40,16 @@ class EngineUnavailable(AgyHostError):
 
 
 class SessionNotFound(AgyHostError, LookupError):
-    """``resume=True`` named a session that does not exist (exit 4)."""
+    """``resume=True``, ``get_session``, ``delete_session`` or
+    ``fork_session`` named a session that does not exist (exit 4)."""
 
     exit_code = ExitCode.NO_SUCH_SESSION
+
+
+class NotSupported(AgyHostError):
+    """The engine or its agent cannot do what was asked, such as
+    ``fork_session`` on an agent that does not offer ``session/fork``; the
+    message names the engine or agent and what would."""
 
 
 class KeeperLost(AgyHostError):
@@ -108,6 +115,7 @@ __all__ = [
     "AgyHostError",
     "EngineUnavailable",
     "KeeperLost",
+    "NotSupported",
     "OutputInvalid",
     "PermissionDenied",
     "SessionBusy",

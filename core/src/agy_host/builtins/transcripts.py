@@ -1,10 +1,12 @@
 """Transcripts: what each host session said and heard, turn by turn.
 
 ``$XDG_STATE_HOME/agy-host/transcripts/<session>.jsonl``, one JSON object per
-line: the user's prompt, the host tools the agent called, the answer. They
+line: the user's prompt, the host tools the agent called, the answer (with
+the turn's usage and duration). They
 are the host side of the conversation, which the agents do not share: the
 context digest reads them to tell one engine what happened on another, and
-``agy-host sessions show`` prints them.
+``agy-host sessions show`` prints them, and ``agy_host.get_session()`` returns
+them turn by turn.
 
 The observer sees a turn through two hooks: ``agy_host_turn_started`` (the
 user's text, the working directory, and the config and environment of the
@@ -29,7 +31,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from agy_host import hookimpl
-from agy_host.contract.events import HostEvent, ToolUseRequested, TurnEnded, TurnStarted
+from agy_host.contract.events import HostEvent, ToolUseRequested, TurnEnded, TurnStarted, UsageCounts
 
 if TYPE_CHECKING:
     from agy_host.contract.run_context import TurnContext
@@ -62,6 +64,10 @@ class TranscriptEntry(msgspec.Struct, kw_only=True, omit_defaults=True):
     tool: str = ""
     args: dict[str, object] = msgspec.field(default_factory=dict)
     is_error: bool = False
+    #: ``assistant`` entries: the turn's usage as the agent reported it (none
+    #: on lines written before it was recorded) and how long the turn took.
+    usage: UsageCounts | None = None
+    duration_s: float | None = None
 
 
 _encoder = msgspec.json.Encoder()
@@ -223,7 +229,16 @@ class TranscriptObserver:
                     text=f"(called with {called}; the result went to that agent)",
                 )
             )
-        entries.append(entry("assistant", text=ended.response, stop_reason=ended.stop_reason, error=ended.error))
+        entries.append(
+            entry(
+                "assistant",
+                text=ended.response,
+                stop_reason=ended.stop_reason,
+                error=ended.error,
+                usage=ended.usage,
+                duration_s=round(ended.duration_s, 3),
+            )
+        )
         append_entries(turn.session, entries, turn.env)
 
 

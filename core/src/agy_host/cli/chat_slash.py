@@ -236,7 +236,7 @@ async def _new(chat: Chat, rest: str) -> None:
 @command("/session")
 async def _session(chat: Chat, rest: str) -> None:
     """Show this session's bindings and turn count."""
-    from agy_host.cli.sessions_view import lookup
+    from agy_host.runtime.sessions_view import lookup
 
     info = lookup(chat.host, chat.session)
     if info is None:
@@ -250,14 +250,14 @@ async def _session(chat: Chat, rest: str) -> None:
 @command("/sessions")
 async def _sessions(chat: Chat, rest: str) -> None:
     """List host sessions: the named ones and the latest unnamed runs (newest last)."""
-    from agy_host.cli.sessions_view import listing
+    from agy_host.runtime.sessions_view import listing
 
     shown = listing(chat.host)
     if not shown.sessions:
         chat.say("no sessions yet")
     for info in shown.sessions[-20:]:
         mark = "*" if info.name == chat.session else " "
-        engines = ", ".join(sorted({b.engine for b in info.bindings.values()})) or "-"
+        engines = ", ".join(info.engines) or "-"
         chat.say(f"  {mark} {info.name}  {engines}  {info.turns} turn(s)  {info.last_used or '-'}")
     if shown.hidden:
         chat.say(f"  ({shown.hidden} older unnamed run(s): `agy-host sessions list --all`)", "dim")

@@ -8,8 +8,11 @@ transcript of every turn it ran. ``list`` shows both by name (the named
 sessions and the latest unnamed runs; ``--all`` every one); ``show`` prints
 one session's bindings and turns; ``rm``, ``clear`` and ``prune``
 (:mod:`agy_host.cli.sessions_prune`) delete bindings *and* transcripts, so a
-removed session really starts from nothing. ``forget`` (kept for scripts)
-drops only the selected engine's binding.
+removed session really starts from nothing (``rm`` refuses, exit 7, while a
+turn runs on the session: that turn would write it back). ``forget`` (kept
+for scripts) drops only the selected engine's binding. Finding, reading and
+removing are :mod:`agy_host.runtime.sessions_view`'s, which the Python API's
+``list_sessions``, ``get_session`` and ``delete_session`` share.
 """
 
 from __future__ import annotations
@@ -22,12 +25,22 @@ import typer
 
 from agy_host.cli.common import FormatOption, check_format, fail, print_json
 from agy_host.cli.exit_codes import ExitCode
-from agy_host.cli.sessions_view import RECENT_UNNAMED, SessionInfo, every_name, listing, lookup, transcript_of, where_to
-from agy_host.runtime.store import SessionBinding, session_name
+from agy_host.runtime.sessions_view import (
+    RECENT_UNNAMED,
+    every_name,
+    listing,
+    lookup,
+    remove,
+    transcript_of,
+    turn_running,
+    where_to,
+)
+from agy_host.runtime.store import session_name
 
 if TYPE_CHECKING:
     from agy_host.builtins.transcripts import TranscriptEntry
     from agy_host.cli.state import CliState
+    from agy_host.contract.sessions import BoundConversation, SessionInfo
     from agy_host.engine.base import Engine
     from agy_host.runtime.host import Host
 
@@ -93,7 +106,7 @@ def _format_entry(entry: TranscriptEntry) -> list[str]:
 def _print_table(infos: list[SessionInfo]) -> None:
     rows = [("SESSION", "KEY", "CONVERSATION", "LAST USE", "TURNS", "CWD")]
     for info in infos:
-        keys: dict[str, SessionBinding | None] = dict(info.bindings) or {"": None}
+        keys: dict[str, BoundConversation | None] = dict(info.bindings) or {"": None}
         for key, binding in keys.items():
             rows.append(
                 (
@@ -185,7 +198,9 @@ def register(app: typer.Typer, state: CliState) -> None:
             for line in _format_entry(entry):
                 typer.echo(line)
 
-    @sessions.command("rm", help="Remove a session: its bindings and transcript (exit 4 if unknown).")
+    @sessions.command(
+        "rm", help="Remove a session: its bindings and transcript (exit 4 if unknown, 7 while a turn runs on it)."
+    )
     def sessions_rm(
         names: Annotated[list[str], typer.Argument(help="Host session name(s).", metavar="NAME...")],
         engine_name: Annotated[
@@ -195,29 +210,29 @@ def register(app: typer.Typer, state: CliState) -> None:
             ),
         ] = None,
     ) -> None:
-        from agy_host.builtins.transcripts import delete_transcript
-
         host = state.host()
         known = {n: info for n in names if (info := lookup(host, n)) is not None}
         missing = [n for n in names if n not in known]
         if missing:
             fail(f"no such session: {', '.join(missing)}", ExitCode.NO_SUCH_SESSION)
-        for name in names:
+        chosen: dict[str, list[str] | None] = {}
+        for name in names:  # every name checked before anything is removed
             keys = [k for k, b in known[name].bindings.items() if engine_name is None or b.engine == engine_name]
             if engine_name is not None and not keys:
                 fail(f"session {name!r} has no binding on engine {engine_name!r}", ExitCode.NO_SUCH_SESSION)
-            for key in keys:
-                host.store.delete(key)
-            dropped = delete_transcript(name, host.env) if engine_name is None else False
-            what = f"{len(keys)} binding(s)" + (" and its transcript" if dropped else "")
+            holder = turn_running(host, known[name])
+            if holder is not None:
+                fail(f"session {name!r} is running a turn ({holder}); remove it once that ends", ExitCode.SESSION_BUSY)
+            chosen[name] = keys if engine_name is not None else None
+        for name, only in chosen.items():
+            count, dropped = remove(host, name, keys=only)
+            what = f"{count} binding(s)" + (" and its transcript" if dropped else "")
             typer.echo(f"removed {name}: {what}")
 
     @sessions.command("clear", help="Remove every session, binding and transcript.")
     def sessions_clear(
         yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
     ) -> None:
-        from agy_host.builtins.transcripts import delete_transcript
-
         host = state.host()
         known = sorted(every_name(host))
         if not known:
@@ -229,8 +244,7 @@ def register(app: typer.Typer, state: CliState) -> None:
             if not typer.confirm(f"remove {len(known)} session(s) and their transcripts?"):
                 raise typer.Exit(ExitCode.ERROR)
         for name in known:
-            host.store.remove_session(name)
-            delete_transcript(name, host.env)
+            remove(host, name)
         typer.echo(f"removed {len(known)} session(s)")
 
     @sessions.command("forget", help="Forget a session's binding on the selected engine (exit 4 if unknown).")

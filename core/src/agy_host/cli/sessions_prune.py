@@ -63,7 +63,7 @@ class Stale(msgspec.Struct, kw_only=True):
 
 def stale_runs(host: Host, older_than_s: float) -> list[Stale]:
     """The unnamed runs last used over ``older_than_s`` ago, oldest first."""
-    from agy_host.cli.sessions_view import every_name, transcript_of
+    from agy_host.runtime.sessions_view import every_name, transcript_of
 
     cutoff = time.time() - older_than_s
     found: list[tuple[float, Stale]] = []
@@ -113,7 +113,7 @@ def register_prune(sessions: typer.Typer, state: CliState) -> None:
         yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
         fmt: FormatOption = "text",
     ) -> None:
-        from agy_host.builtins.transcripts import delete_transcript
+        from agy_host.runtime.sessions_view import remove
 
         check_format(fmt)
         try:
@@ -142,8 +142,9 @@ def register_prune(sessions: typer.Typer, state: CliState) -> None:
                 raise typer.Exit(ExitCode.ERROR)
         bindings = transcripts = 0
         for entry in stale:
-            bindings += host.store.remove_session(entry.name)
-            transcripts += delete_transcript(entry.name, host.env)
+            count, dropped = remove(host, entry.name)
+            bindings += count
+            transcripts += dropped
         if fmt == "json":
             print_json(
                 {"version": 1, "dry_run": False, "removed": stale, "bindings": bindings, "transcripts": transcripts}

@@ -40,6 +40,12 @@ class EngineError(Exception):
     """An engine could not be selected or loaded; the message says how to fix it."""
 
 
+class NotOffered(EngineError):
+    """The engine, or its agent, does not offer what was asked (forking a
+    conversation, listing the agent's sessions); the message says which
+    and what would."""
+
+
 class ModelInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One model an engine can run. ``efforts`` lists tiers (``low``...) when the
     model takes an effort setting."""
@@ -319,6 +325,15 @@ class Engine(abc.ABC):
         :class:`EngineError` when the agent cannot."""
         raise EngineError(f"the {self.ENGINE_NAME} engine cannot delete its agent's own sessions")
 
+    async def fork_conversation(self, conversation_id: str, cwd: str) -> str:
+        """A new agent conversation holding ``conversation_id``'s history
+        (ACP ``session/fork``), whose id is returned; the original goes on
+        unchanged. :class:`NotOffered` when the engine or agent cannot."""
+        raise NotOffered(
+            f"the {self.ENGINE_NAME} engine cannot fork a conversation: only an ACP agent that offers "
+            "session/fork (sessionCapabilities.fork) can"
+        )
+
 
 class AgentSession(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One of the agent's own sessions, as the agent lists it."""
@@ -443,6 +458,7 @@ __all__ = [
     "ModeCatalog",
     "ModelCatalog",
     "ModelInfo",
+    "NotOffered",
     "installed_engines",
     "load_engine_class",
 ]

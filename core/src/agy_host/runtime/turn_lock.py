@@ -169,6 +169,24 @@ async def acquire(path: Path, *, wait: bool = True, on_wait: Callable[[str], Non
         pause = min(pause * 2, POLL_MAX_S)
 
 
+def holder_now(path: Path) -> str | None:
+    """Who holds the lock at ``path`` now (:meth:`Holder.describe`), or
+    ``None`` when nobody does; never waits. A free lock is taken for an
+    instant to know it is free (a turn starting then retries within
+    :data:`POLL_MAX_S`); no file is made."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None  # a running turn's lock file is there: its holder removes it only as it lets go
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return describe_holder(path)
+    finally:
+        os.close(fd)  # closing lets go of a flock taken here
+    return None
+
+
 def _make_dir(locks: Path) -> None:
     """``locks/`` and the state dir above it, private (``0700``)."""
     locks.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -214,6 +232,7 @@ __all__ = [
     "TurnLock",
     "acquire",
     "describe_holder",
+    "holder_now",
     "lock_path",
     "read_holder",
 ]

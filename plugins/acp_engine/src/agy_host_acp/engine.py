@@ -18,6 +18,7 @@ from agy_host.engine.base import (
     EngineError,
     ModeCatalog,
     ModelCatalog,
+    NotOffered,
 )
 from agy_host.engine.concurrency import unwrap_single
 from agy_host.engine.lifecycle import Lifecycle
@@ -179,10 +180,29 @@ class AcpEngine(Engine):
             except JsonRpcError as exc:
                 raise EngineError(f"{self.spec.label} could not delete session {session_id}: {exc}") from exc
 
+    async def fork_conversation(self, conversation_id: str, cwd: str) -> str:
+        """``session/fork`` (``sessionCapabilities.fork``, unstable in ACP):
+        the agent copies the conversation into a new one; this agent process
+        ends after answering, and the next turn on the fork resumes (or
+        loads) it like any stored conversation."""
+        params = {"sessionId": conversation_id, "cwd": cwd, "mcpServers": []}
+        try:
+            async with self._probe_connection(Lifecycle()) as conn:
+                self._require(conn, "fork")
+                raw = await conn.call("session/fork", params)
+        except JsonRpcError as exc:
+            raise EngineError(f"{self.spec.label} could not fork session {conversation_id}: {exc}") from exc
+        except (SpawnError, RequestTimeout, ConnectionClosed, AuthRequired) as exc:
+            raise EngineError(f"{self.spec.label} could not be asked to fork a session: {exc}") from exc
+        forked = raw.get("sessionId") if isinstance(raw, dict) else None
+        if not isinstance(forked, str) or not forked:
+            raise EngineError(f"{self.spec.label} answered session/fork without a sessionId: {raw!r:.200}")
+        return forked
+
     def _require(self, conn: AcpConnection, capability: str) -> None:
         caps = conn.info.agent_capabilities if conn.info else s.AgentCapabilities()
         if caps.session_capabilities.get(capability) is None:
-            raise EngineError(
+            raise NotOffered(
                 f"{self.spec.label} does not offer session/{capability} "
                 f"(no sessionCapabilities.{capability} in its initialize answer)"
             )

@@ -1,5 +1,5 @@
 """The fake ACP agent's session lifecycle: ``session/new``, ``load``,
-``resume``, ``list`` and ``delete``, and the per-session state they create.
+``resume``, ``list``, ``delete`` and ``fork``, and the per-session state they create.
 A mixin of :class:`~agy_host.testing.acp.agent.FakeAcpAgent` (its own module
 to keep the agent's file readable); it uses the agent's ``scenario``,
 ``out``, ``log``, ``_lock`` and ``_sessions``."""
@@ -44,7 +44,7 @@ class _Session:
 
 
 class SessionMethods:
-    """``session/new|load|resume|list|delete`` of the fake agent."""
+    """``session/new|load|resume|list|delete|fork`` of the fake agent."""
 
     scenario: Scenario
     out: _wire.Output
@@ -157,6 +157,25 @@ class SessionMethods:
             return
         self.log.event("session-deleted", sessionId=params.get("sessionId"))
         self.out.send(_wire.result_response(msg_id, {}))
+
+    def _session_fork(self, msg_id: Any, params: dict[str, Any]) -> None:
+        """``session/fork`` (advertise ``sessionCapabilities.fork``): a new
+        live session ``<id>-fork-<8 hex>``, logged as ``session-forked``;
+        load and resume take it as any other id."""
+        if "fork" not in self._session_capabilities():
+            self._not_found(msg_id, "session/fork")
+            return
+        sid = self._session_id(msg_id, params)
+        if sid is None:
+            return
+        if sid == FORGOTTEN_CONVERSATION:
+            self._unknown(msg_id, sid)
+            return
+        import uuid
+
+        forked = f"{sid}-fork-{uuid.uuid4().hex[:8]}"
+        self.log.event("session-forked", sessionId=sid, forkedId=forked, cwd=params.get("cwd"))
+        self._answer(msg_id, {"sessionId": forked, **self._reopen(forked, params).state()}, forked)
 
     def _not_found(self, msg_id: Any, method: str) -> None:
         self.out.send(_wire.error_response(msg_id, METHOD_NOT_FOUND, "Method not found", {"method": method}))

@@ -38,8 +38,9 @@ Scenario format (JSON object, or the same as TOML)::
                                                      steps instead (a command)
     agent_capabilities {}                            merged over agentCapabilities
                                                      (sessionCapabilities resume, list,
-                                                     delete turn session/resume, list,
-                                                     delete on)
+                                                     delete, fork turn session/resume,
+                                                     list, delete, fork on; a fork is
+                                                     "<id>-fork-<8 hex>")
     listed_sessions    []                            what session/list answers, with
                                                      the live sessions
     session_id         "fake-session-0001" | "generate" (a UUID per session/new)
@@ -441,6 +442,7 @@ _HANDLERS: dict[str, Any] = {
     "session/resume": FakeAcpAgent._session_resume,
     "session/list": FakeAcpAgent._session_list,
     "session/delete": FakeAcpAgent._session_delete,
+    "session/fork": FakeAcpAgent._session_fork,
     "session/set_config_option": FakeAcpAgent._set_config_option,
     "session/set_mode": FakeAcpAgent._set_mode,
     "session/prompt": FakeAcpAgent._prompt,
