@@ -91,8 +91,12 @@ def profile_of(name: str, cwd: str, spec: wire.HostSpec) -> str:
     That includes the config file the command reads (its bytes, read here on
     every request): the warm host was built from the file as it was, so an
     edit (a rule, a model, an agent profile) must not be ignored until the
-    agent happens to expire."""
-    env = {k: v for k, v in spec.env.items() if k not in VOLATILE_ENV}
+    agent happens to expire.
+
+    The environment is taken in sorted order: it is a mapping, and two
+    terminals list the same variables in different orders (a command from
+    the other one would otherwise never find the agent left warm)."""
+    env = {k: spec.env[k] for k in sorted(spec.env) if k not in VOLATILE_ENV}
     # whether the command draws diffs is the turn's, not the agent's (WarmSession.run)
     fixed = msgspec.structs.replace(spec, env=env, draws_diffs=False)
     blob = msgspec.json.encode({"session": name, "cwd": cwd, "host": fixed, "config": config_digest(spec.env)})
