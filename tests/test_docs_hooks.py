@@ -185,12 +185,14 @@ def doc_files() -> list[Path]:
 
 
 def known_non_hooks() -> set[str]:
-    """``agy_host_*`` names that are not hooks: fixtures, packages."""
+    """``agy_host_*`` names that are not hooks: fixtures, packages, tool names."""
     names: set[str] = set()
     plugin_source = (REPO_ROOT / "core" / "src" / "agy_host" / "testing" / "pytest_plugin.py").read_text("utf-8")
     names |= set(re.findall(r"@pytest\.fixture[^\n]*\ndef (agy_host_\w+)", plugin_source))
     for src in [*REPO_ROOT.glob("plugins/*/src"), *DOCS.glob("examples/*/src")]:
         names |= {p.name for p in src.iterdir() if p.is_dir() and p.name.startswith("agy_host_")}
+        for module in src.rglob("*.py"):  # tools agy-host itself offers (the bridge's question tool)
+            names |= set(re.findall(r'^NAME = "(agy_host_\w+)"', module.read_text("utf-8"), flags=re.M))
     for path in doc_files():
         text = path.read_text("utf-8")
         names |= set(re.findall(r"\b(?:from|import)\s+(agy_host_\w+)", text))

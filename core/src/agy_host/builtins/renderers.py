@@ -128,6 +128,14 @@ class TextRenderer:
         self.err.write(line + "\n")
         self.err.flush()
 
+    def _end_answer(self) -> None:
+        """A turn's answer ends its line on stdout (each answer of a chat on
+        lines of its own), wherever stdout goes."""
+        if not self._at_line_start:
+            self.out.write("\n")
+            self.out.flush()
+            self._at_line_start = True
+
     def _one_screen(self) -> bool:
         """stdout and stderr are the same terminal: a side line must start on
         its own line there. Anywhere else (a pipe, a file) stdout carries the
@@ -208,6 +216,7 @@ class TextRenderer:
                 preview = args_preview(event.args)
                 self._side(f"[host tool] {event.name} (parked){' ' + preview if preview else ''}")
             case TurnEnded():
+                self._end_answer()
                 why = self._refusals.why_exit(event)
                 if why:
                     self._side(f"[exit {event.exit_code}] {why}")
@@ -225,9 +234,7 @@ class TextRenderer:
 
     def close(self) -> None:
         self._end_thought()
-        if not self._at_line_start:
-            self.out.write("\n")
-            self.out.flush()
+        self._end_answer()
 
 
 class JsonRenderer:
