@@ -27,7 +27,7 @@ def test_a_card_takes_the_title_the_agent_gives_it_later(tmp_path: Path) -> None
     """claude-agent-acp titles an edit "Edit", then "Edit src/app.ts": the
     card is shown again with the new title, and ends with it."""
     agent = fake_acp_agent_command("claude-edit", workdir=tmp_path / "agents")
-    proc = run_turn(tmp_path, agent, "--format", "json")
+    proc = run_turn(tmp_path, agent, "--format", "json", "--permissions", "auto")  # cards are tested, not asking
     assert proc.returncode == 0, proc.stderr
     edit = "toolu_01EditAppTs"
     assert cards(proc.stdout) == [
@@ -35,7 +35,7 @@ def test_a_card_takes_the_title_the_agent_gives_it_later(tmp_path: Path) -> None
         (edit, "started", "edit", "Edit src/app.ts"),
         (edit, "done", "edit", "Edit src/app.ts"),
     ]
-    shown = run_turn(tmp_path, agent, "--format", "text").stderr.splitlines()
+    shown = run_turn(tmp_path, agent, "--format", "text", "--permissions", "auto").stderr.splitlines()
     assert "[tool] Edit (started)" in shown and "[tool] Edit src/app.ts (started)" in shown, shown
     assert any(line.startswith("[tool] Edit src/app.ts (done") for line in shown), shown
 
@@ -46,7 +46,7 @@ def test_a_gemini_cli_call_is_titled_by_its_permission_request(tmp_path: Path) -
     never the previous call's), and keeps that title when the call's end
     carries none."""
     agent = fake_acp_agent_command("gemini-tools", workdir=tmp_path / "agents")
-    proc = run_turn(tmp_path, agent, "--format", "json")
+    proc = run_turn(tmp_path, agent, "--format", "json", "--permissions", "auto")  # cards are tested, not asking
     assert proc.returncode == 0, proc.stderr
     read, todos, shell = (
         "read_file__read_file_1_0",
@@ -61,6 +61,6 @@ def test_a_gemini_cli_call_is_titled_by_its_permission_request(tmp_path: Path) -
         (shell, "started", "execute", "make build"),
         (shell, "failed", "execute", "make build"),
     ]
-    shown = run_turn(tmp_path, agent, "--format", "text").stderr
+    shown = run_turn(tmp_path, agent, "--format", "text", "--permissions", "auto").stderr
     assert "[tool] Set 1 todo(s) (done" in shown and "[tool] make build (failed" in shown, shown
     assert "[tool] other" not in shown, shown

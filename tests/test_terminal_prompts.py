@@ -218,7 +218,9 @@ def test_a_background_command_never_stops_on_the_terminal(tmp_path: Path, pane_f
         said = out.read_text()
         assert agent_answers(fake) == ["deny"], said
         assert "runs in the background" in said and "fallback deny" in said, said
-        assert "[exit 5] permission 'Run fake_tool?' was refused (ask: agy-host runs in the background" in said, said
+        # nobody could be asked: the closing line says so, and how to allow (issue 26 item 1)
+        closing = "[exit 5] the agent asked permission for 'Run fake_tool?' and it was refused: nobody could be asked"
+        assert f"{closing} (agy-host runs in the background" in said and "To allow: --permissions auto" in said, said
     finally:
         with contextlib.suppress(ProcessLookupError):  # a job left stopped (before the fix) goes
             os.kill(pid, signal.SIGKILL)

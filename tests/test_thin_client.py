@@ -202,6 +202,23 @@ def test_a_permission_request_is_answered_by_the_commands_own_terminal(thin: Thi
     assert methods(agent).count("initialize") == 1, "one warm agent answered both"
 
 
+def test_the_default_policy_is_the_full_clients(thin: Thin) -> None:
+    """Issue 26 item 1: with no --permissions and nobody to ask, a warm
+    turn the thin client takes fails closed and says how to allow, exactly
+    as the normal path does (it used to allow: the thin client had a default
+    of its own); with the policy set to auto both allow."""
+    agent = fake_acp_agent_command("permission", workdir=thin.tmp / "agents")
+    assert thin.command(agent, "d", "warm up", "-f", "json").code == 5  # the normal path starts the keeper
+    quick = thin.command(agent, "d", "go", "-f", "json")
+    full = thin.command(agent, "d", "go", "-f", "json", AGY_HOST_THIN="0")
+    assert "agy_host.keeper.thin" in quick.imported and "agy_host.cli.app" not in quick.imported, quick.context()
+    assert quick.code == 5 and "To allow: --permissions auto" in quick.events()[-1]["error"], quick.context()
+    assert steady(quick) == steady(full), f"thin:\n{quick.context()}\nnormal:\n{full.context()}"
+    assert methods(agent).count("initialize") == 1, "one warm agent answered the three commands"
+    allowed = thin.command(agent, "d", "go", "-f", "json", AGY_HOST_PERMISSIONS="auto")
+    assert allowed.code == 0 and "PERMIS" in allowed.out, allowed.context()
+
+
 def test_a_question_gets_the_normal_paths_answer(thin: Thin) -> None:
     """No terminal and no rules: the command's broker fails the question
     closed, exactly as the normal path does."""

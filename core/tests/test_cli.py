@@ -138,7 +138,8 @@ def test_unknown_engine_lists_installed(cli: Cli) -> None:
         (["--inactivity", "0.002", "!hang"], ExitCode.TIMEOUT),
         (["--permissions", "deny", "!perm"], ExitCode.PERMISSION_DENIED),
         (["!question"], ExitCode.PERMISSION_DENIED),
-        (["!perm"], ExitCode.OK),
+        (["--permissions", "auto", "!perm"], ExitCode.OK),
+        (["!perm"], ExitCode.PERMISSION_DENIED),  # the default: nobody to ask, so it fails closed
     ],
 )
 def test_exit_codes(cli: Cli, args: list[str], code: int) -> None:

@@ -108,7 +108,8 @@ def test_resume_of_an_unknown_session_exits_4(env: dict[str, str], fake_acp_agen
     ("scenario", "args", "code", "expect"),
     [
         ("permission", ["--permissions", "deny"], 5, "DENIED"),
-        ("permission", [], 0, "PERMIS"),
+        ("permission", ["--permissions", "auto"], 0, "PERMIS"),
+        ("permission", [], 5, "DENIED"),  # the default, with nobody to ask
         ("prompt-error", [], 1, "Internal error"),
         ("crash-mid-turn", [], 1, "PARTIAL"),
         ("slow", ["--timeout", "0.02"], 3, "[done] error"),

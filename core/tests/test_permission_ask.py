@@ -222,4 +222,4 @@ def test_in_the_background_the_terminal_counts_as_absent(tmp_path: Any) -> None:
     assert foreground == {"foreground": None}, "in the foreground, ask may start"
     assert "needs a terminal: agy-host runs in the background" in background["ready"]
     reason = background["reason"]
-    assert reason.startswith("agy-host runs in the background") and "fallback deny: reject_once" in reason
+    assert "(agy-host runs in the background" in reason and "fallback deny: reject_once" in reason

@@ -13,6 +13,7 @@ from agy_host.config import Config, PermissionRule
 from agy_host.contract.events import PermissionOption
 from agy_host.contract.permissions import PermissionRequest
 from agy_host.runtime.host import Host
+from agy_host.service.unattended import chosen_policy
 
 OPTIONS = [
     PermissionOption(option_id="allow", name="Allow", kind="allow_once"),
@@ -123,7 +124,8 @@ def test_the_host_selects_and_configures_rules(agy_host_home: Any) -> None:
     host = Host(env={"AGY_HOST_TTY": "none", **_xdg(agy_host_home)}, warn=lambda _m: None)
     policy = host.permission_policy()
     assert isinstance(policy, RulesPolicy) and [r.action for r in policy.rules] == ["deny"]
-    assert Config().permissions.policy == "auto"  # the parity default is unchanged
+    # the default: nobody chose one (issue 26 item 1)
+    assert chosen_policy(None, Config().permissions.policy) == ("ask", False)
 
 
 def _xdg(home: Any) -> dict[str, str]:

@@ -327,7 +327,12 @@ async def test_a_second_turn_while_parked_is_refused(
 
 @pytest.mark.parametrize(
     ("prompt", "policy", "selected", "code"),
-    [("!perm", None, "yes", 0), ("!perm", "deny", "no", 5), ("!question", None, None, 5)],
+    [
+        ("!perm", "auto", "yes", 0),
+        ("!perm", None, "no", 5),  # the default: nobody to ask here, so it fails closed
+        ("!perm", "deny", "no", 5),
+        ("!question", "auto", None, 5),
+    ],
 )
 async def test_permission_requests_and_exit_5(
     make_host: Callable[..., Host], prompt: str, policy: str | None, selected: str | None, code: int
@@ -337,8 +342,9 @@ async def test_permission_requests_and_exit_5(
     [answer] = h.of(PermissionAnswered)
     assert answer.selected == selected
     # a question is never the policy's to answer: the broker asked (nobody was there)
-    assert answer.policy == ("host" if prompt == "!question" else policy or "auto")
+    assert answer.policy == ("host" if prompt == "!question" else policy or "ask")
     assert (result.permission_requests, result.exit_code) == (1, code)
+    assert ("To allow: --permissions auto" in result.error) == (policy is None), result.error
 
 
 class Boom:
@@ -492,12 +498,12 @@ async def test_the_decider_always_answers(
     assert reason in decision.reason
 
 
-async def test_unknown_policy_warns_and_uses_auto(make_host: Callable[..., Host]) -> None:
+async def test_unknown_policy_warns_and_uses_the_default(make_host: Callable[..., Host]) -> None:
     warnings: list[str] = []
     host = make_host(permissions="nonesuch", warnings=warnings)
-    decision = await host.decide_permission(REQ)
-    assert (decision.option_id, decision.policy) == ("ok", "auto")
-    assert any("unknown permission policy 'nonesuch'" in w for w in warnings)
+    decision = await host.decide_permission(REQ)  # the default, with nobody to ask: never allowed
+    assert (decision.option_id, decision.policy) == (None, "ask") and "nobody could be asked" in decision.reason
+    assert any("unknown permission policy 'nonesuch'" in w and "using the default, 'ask'" in w for w in warnings)
 
 
 def test_a_permission_bound_of_zero_is_narrowed(make_host: Callable[..., Host], agy_host_home: Any) -> None:

@@ -69,6 +69,8 @@ CHECKLIST = {
     19: "The permission policy always answers the agent; it never hangs.",
     20: "Resume or fail: `--resume` of a conversation the agent lost exits 4 with its reason; "
     "without it the turn starts a new conversation and says which it lost.",
+    21: "Deny means the same on every engine: a denied tool (the `deny` policy, or the default with nobody to "
+    "ask) exits 5 and names the refused request; the default says how to allow.",
 }
 _ITEM = re.compile(r"test_(\d\d)_")
 #: The items run again warm: streaming, continuity, abort, a restart per
@@ -142,7 +144,7 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     live = bool(config.getoption("--live", default=False))
     if collection_path.name == "test_live.py" and not live:
         return True
-    if collection_path.name == "test_parity.py" and live:
+    if collection_path.name.startswith("test_parity") and live:
         return True
     return None
 

@@ -120,8 +120,9 @@ DENY_ALL_RULES: tuple[PermissionRule, ...] = (PermissionRule(action="deny"),)
 
 
 class PermissionsConfig(msgspec.Struct, kw_only=True):
-    #: ``auto`` (allow by kind), ``deny``, ``ask``, ``rules``, or a plugin's policy.
-    policy: str = "auto"
+    #: ``auto`` (allow by kind), ``deny``, ``ask``, ``rules``, or a plugin's policy; empty:
+    #: nobody chose, the default (:func:`agy_host.service.unattended.chosen_policy`).
+    policy: str = ""
     #: What ``ask`` does without a terminal: ``allow`` or ``deny`` by kind, or
     #: ``fail`` (``run`` refuses to start; a request that still comes is cancelled).
     ask_fallback: Literal["allow", "deny", "fail"] = "deny"

@@ -104,7 +104,8 @@ def test_a_claude_edit_fragment_is_shown_in_its_file(
     app.parent.mkdir()
     app.write_text("line 1\nconst value = 2;\nline 3\n")  # as the agent's edit left it
     scenario = json.loads(json.dumps(BUILTIN["claude-edit"]).replace("/w/src/app.ts", str(app)))
-    proc = run(env | {"AGY_HOST_ENGINE": "acp"}, tmp_path, "--agent", fake_acp_agent(scenario).command_line, "go")
+    agent = fake_acp_agent(scenario).command_line
+    proc = run(env | {"AGY_HOST_ENGINE": "acp"}, tmp_path, "--agent", agent, "--permissions", "auto", "go")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert "  -2   │ const value = 1;" in lines and "  +  2 │ const value = 2;" in lines, proc.stderr

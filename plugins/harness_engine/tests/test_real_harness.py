@@ -118,7 +118,7 @@ def test_harness_side_tools_become_cards_with_kind_output_and_diff(hhome: Harnes
             [{"text": "all done"}],
         )
     )
-    run = hhome.turn("t3", "make notes")
+    run = hhome.turn("t3", "make notes", "--permissions", "auto")  # the cards are tested here, not asking
     ok(run)
     cards = {e["name"]: e for e in run.of("tool") if e["status"] == "done"}
     # the harness reports a written file as an edit of it, with its diff blocks
@@ -191,12 +191,30 @@ def test_deny_policy_is_enforced_inside_the_harness(hhome: HarnessHome) -> None:
         )
     )
     run = hhome.turn("t5", "run it", "--permissions", "deny")
-    ok(run)
+    # issue 26 item 3: a tool the policy denied exits 5, as on ACP (it exited 0)
+    assert run.returncode == 5 and run.end["stop_reason"] == "stop" and run.text == "ok", run
     assert not (hhome.cwd / "made").exists(), "the deny policy let a command run"
     last = model.requests()[-1]
     assert "denied by agy-host" in json.dumps(last["body"]["contents"]), last
+    [refused] = run.of("permission")
+    assert (refused["title"], refused["policy"], refused["selected"]) == ("run_command", "deny", "reject"), run
+    assert "a static rule inside the harness" in refused["reason"], refused
     cards = [e for e in run.of("tool") if e["name"] == "run_command"]
     assert cards and cards[-1]["status"] == "denied", f"the static denial is shown as a denied tool card: {run!r}"
+
+
+def test_the_default_with_nobody_to_ask_refuses_a_command_and_says_how_to_allow(hhome: HarnessHome) -> None:
+    """Issue 26 item 1: no --permissions and no terminal: the harness asks
+    agy-host (a dynamic rule), nobody can answer, the command is refused and
+    the turn exits 5 saying how to allow (it ran the command unasked)."""
+    call = {"CommandLine": "touch made", "Cwd": str(hhome.cwd), "WaitMsBeforeAsync": WAIT}
+    hhome.serve(one_turn([{"call": {"name": "run_command", "args": call}}], [{"text": "ok"}]))
+    run = hhome.turn("t5b", "run it")
+    assert run.returncode == 5 and run.text == "ok", run
+    assert not (hhome.cwd / "made").exists(), "the default let a command run with nobody asked"
+    [refused] = run.of("permission")
+    assert refused["policy"] == "ask" and "nobody could be asked" in refused["reason"], refused
+    assert "To allow: --permissions auto" in run.end["error"] and run.of("done")[0]["error"] == run.end["error"], run
 
 
 def test_dynamic_policy_asks_the_host_and_its_answer_is_kept(hhome: HarnessHome) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from agy_host.contract.events import (
     Activity,
+    PermissionActivity,
     TextActivity,
     ToolDoneActivity,
     ToolErrorActivity,
@@ -77,6 +78,25 @@ def test_denied_actions_mark_the_matching_empty_done_tool() -> None:
     denied = [a for a in out if isinstance(a, ToolDoneActivity) and a.denied]
     assert [d.call_id for d in denied] == ["step-1"]  # the one without output, not the one that ran
     assert unmatched == ["browse"] and m.denied == ["run_command", "browse"]
+    # each denial is a refused permission request too, so the turn exits 5 (issue 26 item 3)
+    refused = [a for a in out if isinstance(a, PermissionActivity)]
+    assert [(a.call_id, a.title, a.policy, a.selected) for a in refused] == [
+        ("step-1", "run_command", "agy", "reject"),
+        ("denied-2", "browse", "agy", "reject"),
+    ]
+    assert all("To allow: --skip-permissions" in a.reason for a in refused)
+
+
+def test_a_denied_error_step_is_a_refused_permission_request() -> None:
+    m, out = mapper()
+    info = ToolInfo(
+        name="run_command", parameters={"CommandLine": "make"}, error="user denied permission to run command"
+    )
+    m.step(Step(step_index=2, state="ERROR", step_type="tool", tool_name="run_command", tool_info=info))
+    [refused] = [a for a in out if isinstance(a, PermissionActivity)]
+    assert (refused.call_id, refused.title, refused.selected) == ("step-2", "make", "reject"), refused
+    assert "agy cannot ask for permission in stream-json mode" in refused.reason
+    assert isinstance(out[-1], ToolErrorActivity) and out[-1].denied
 
 
 def test_error_steps_and_tool_errors() -> None:

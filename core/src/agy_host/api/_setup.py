@@ -149,6 +149,7 @@ class Options:
                 extra_plugins=extra,
                 warn=log.warning,  # visible on stderr by default, configurable
                 trace=self.trace,
+                front="python",  # without permissions= the default policy asks nobody: it fails closed
             )
         except EngineError as exc:
             raise EngineUnavailable(str(exc)) from exc

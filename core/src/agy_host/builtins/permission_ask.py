@@ -10,6 +10,17 @@ Without a terminal the ``permissions.ask_fallback`` setting decides:
 ``allow`` or ``deny`` by option kind, or ``fail`` (``run`` refuses to start,
 see :meth:`AskPolicy.check_ready`; a request that comes anyway is cancelled).
 A question is cancelled in every fallback: a silent answer would be a lie.
+A request refused so says how to allow it next time
+(:mod:`agy_host.service.unattended`), since nobody chose that refusal.
+
+It is also the default policy (nobody chose one, see
+:meth:`~agy_host.config.PermissionsConfig.chosen`). Then it asks only where a
+person is at the keyboard: a CLI command whose stdin is a terminal, never a
+Python program (it has its ``permissions=`` callback for that); elsewhere it
+takes the fallback at once, so a script, a pipe or CI fails closed instead of
+prompting on a terminal nobody watches. With permissions skipped (the
+turn's ``skip_permissions``) the default answers as ``auto`` does: skipping
+was the user's choice.
 
 The host bounds every decision with ``turn.permission_timeout_seconds`` and
 an abort cancels the question (the terminal read is cancellable), so the
@@ -21,10 +32,12 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import sys
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from agy_host import hookimpl
+from agy_host.builtins.permission_policies import AutoPolicy
 from agy_host.contract.permissions import (
     PermissionDecision,
     PermissionPolicy,
@@ -42,6 +55,7 @@ from agy_host.service.terminal import (
     terminal_available,
 )
 from agy_host.service.terminal_queue import asker
+from agy_host.service.unattended import NO_CALLBACK, NOT_AT_A_TERMINAL, Front, refused_reason
 
 if TYPE_CHECKING:
     from agy_host.config import Config
@@ -69,6 +83,10 @@ class AskPolicy:
         self.env: Mapping[str, str] = os.environ
         #: How long the agent waits for an answer (said in the prompt).
         self.bound_s: float | None = None
+        #: Who asks for the agent: a CLI command or a Python program (how a refusal says to allow).
+        self.front: Front = "cli"
+        #: Nobody chose a policy: this is the default, which asks only where a person is.
+        self.by_default = False
 
     def configure(self, config: Config, env: Mapping[str, str]) -> None:
         """Called by the host once the policy is selected."""
@@ -76,12 +94,27 @@ class AskPolicy:
         self.env = env
         self.bound_s = config.turn.permission_timeout_seconds
 
+    def set_asking(self, front: Front, by_default: bool) -> None:
+        """Called by the host once the policy is selected: who asks for the
+        agent, and whether nobody chose this policy (the default)."""
+        self.front = front
+        self.by_default = by_default
+
+    def nobody(self) -> str | None:
+        """Why the default policy asks nobody in this command (a Python
+        program, a command whose stdin is not a terminal), or ``None``."""
+        if not self.by_default:
+            return None
+        if self.front == "python":
+            return NO_CALLBACK
+        return None if stdin_is_terminal() else NOT_AT_A_TERMINAL
+
     def check_ready(self) -> str | None:
         """Why a run must not start (``ask_fallback = "fail"`` and no
         terminal), or ``None``."""
         if self.fallback != "fail":
             return None
-        problem = terminal_available(self.env)
+        problem = self.nobody() or terminal_available(self.env)
         if problem is None:
             return None
         return (
@@ -90,6 +123,14 @@ class AskPolicy:
         )
 
     async def decide(self, request: PermissionRequest) -> PermissionDecision:
+        if self.by_default and request.skip_permissions and not request.is_question:
+            # skipping permissions was chosen (--skip-permissions, skip_permissions = true) and
+            # no policy: what an agent without a run-unasked mode still asks is allowed, as
+            # --permissions skip does
+            return await AutoPolicy().decide(request)
+        nobody = None if request.is_question else self.nobody()  # questions are asked where they always were
+        if nobody is not None:
+            return self.without_terminal(request, nobody)
         try:
             async with open_terminal(self.env, asker(request.session, request.origin)) as term:
                 return await self._ask(term, request)
@@ -100,18 +141,19 @@ class AskPolicy:
         if request.is_question:
             return PermissionDecision(option_id=None, policy=self.name, reason=f"a question needs a person; {why}")
         if self.fallback == "fail":
+            reason = refused_reason(why, "permissions.ask_fallback = fail, cancelled", self.front)
+            return PermissionDecision(option_id=None, policy=self.name, reason=reason)
+        if self.fallback == "allow":
+            opt = choose_allow(request.options)
+            if opt is None:
+                return PermissionDecision(option_id=None, policy=self.name, reason=f"{why}; no allow option offered")
             return PermissionDecision(
-                option_id=None, policy=self.name, reason=f"{why}; permissions.ask_fallback = fail, cancelled"
+                option_id=opt.option_id, policy=self.name, reason=f"{why}; fallback allow: {opt.kind}"
             )
-        pick = choose_allow if self.fallback == "allow" else choose_reject
-        opt = pick(request.options)
-        if opt is None:
-            return PermissionDecision(
-                option_id=None, policy=self.name, reason=f"{why}; no {self.fallback} option offered"
-            )
-        return PermissionDecision(
-            option_id=opt.option_id, policy=self.name, reason=f"{why}; fallback {self.fallback}: {opt.kind}"
-        )
+        opt = choose_reject(request.options)
+        outcome = f"fallback deny: {opt.kind}" if opt is not None else "no deny option offered, cancelled"
+        reason = refused_reason(why, outcome, self.front)
+        return PermissionDecision(option_id=opt.option_id if opt else None, policy=self.name, reason=reason)
 
     async def _ask(self, term: Terminal, request: PermissionRequest) -> PermissionDecision:
         if not request.options:
@@ -127,6 +169,15 @@ class AskPolicy:
             return PermissionDecision(option_id=None, policy=self.name, reason=f"the user {what}; cancelled")
         opt = request.options[index]
         return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=f"the user chose {names[index]!r}")
+
+
+def stdin_is_terminal() -> bool:
+    """The command reads its stdin from a terminal: a person typed it (``sys.stdin``,
+    so an in-process runner that replaced it is seen as it is)."""
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (OSError, ValueError):  # closed or detached
+        return False
 
 
 def render_request(request: PermissionRequest, waiting: str = "") -> str:
@@ -184,4 +235,4 @@ def agy_host_register_permission_policies(register: Callable[[PermissionPolicy],
     register(AskPolicy())
 
 
-__all__ = ["AskPolicy", "render_diff", "render_request"]
+__all__ = ["AskPolicy", "render_diff", "render_request", "stdin_is_terminal"]

@@ -33,6 +33,7 @@ from agy_host.service.globs import PERMISSION_FIELDS, GlobError, Steps, check_ru
 
 if TYPE_CHECKING:
     from agy_host.config import Config, PermissionRule
+    from agy_host.service.unattended import Front
 
 Action = Literal["allow", "deny", "ask"]
 _STRENGTH: dict[str, int] = {"allow": 0, "ask": 1, "deny": 2}
@@ -107,6 +108,10 @@ class RulesPolicy:
 
     def check_ready(self) -> str | None:
         return self.ask.check_ready() if self.default == "ask" or any(r.action == "ask" for r in self.rules) else None
+
+    def set_asking(self, front: Front, by_default: bool) -> None:
+        """Who asks for the agent, for the ``ask`` its rules send to (chosen, never the default)."""
+        self.ask.set_asking(front, False)
 
     async def decide(self, request: PermissionRequest) -> PermissionDecision:
         action, why = await paced(evaluate_steps(self.rules, request, self.default))

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from agy_host.keeper import attached, wire
 from agy_host.keeper.keep_alive import keep_alive_s
 from agy_host.keeper.thin_args import ThinArgs, parse
+from agy_host.service.unattended import chosen_policy
 
 if TYPE_CHECKING:
     from agy_host.config import Config
@@ -84,7 +85,7 @@ def run(args: list[str], env: Mapping[str, str] | None = None) -> int | None:
     keep = keep_alive_s(parsed.keep_alive_min, config.turn.keep_alive_minutes, named=True)
     if keep <= 0:
         return None
-    policy = parsed.permissions or config.permissions.policy or "auto"
+    policy, _ = chosen_policy(parsed.permissions, config.permissions.policy)  # the full CLI's default
     if policy not in _POLICIES or (policy not in {"auto", "deny"} and config.permissions.ask_fallback == "fail"):
         return None
     try:

@@ -11,7 +11,10 @@ The permission decider handed to engines keeps the one promise the agent
 depends on: a permission request is always answered. The configured policy is
 bounded by ``turn.permission_timeout_seconds``; a policy that times out,
 raises, or picks an option the agent did not offer yields a *cancelled*
-decision with the reason. It never raises and never hangs.
+decision with the reason. It never raises and never hangs. When nobody chose
+a policy the default asks where a person is and fails closed elsewhere
+(:func:`~agy_host.service.unattended.chosen_policy`); ``front`` says whether a
+CLI command or a Python program asks, which decides where a person can be.
 
 Policies and services may take part in the command through optional
 methods the host calls when present: a policy's ``configure(config, env)``
@@ -39,6 +42,7 @@ from agy_host import config as config_mod
 from agy_host.engine.base import EngineError, installed_engines, load_engine_class
 from agy_host.engine.trace import trace_target
 from agy_host.plugins import Plugins
+from agy_host.service import unattended
 
 if TYPE_CHECKING:
     import trio
@@ -55,10 +59,12 @@ if TYPE_CHECKING:
     from agy_host.service.interactions import InteractionBroker
     from agy_host.service.roundtrips import ServiceContext
     from agy_host.service.tool_lists import Entry, ToolLists
+    from agy_host.service.unattended import Front
 
 #: Chosen when nothing else decides and it is installed (the spec's default).
 DEFAULT_ENGINE = "stream-json"
-DEFAULT_POLICY = "auto"
+#: The policy when nobody chose one (``ask``: where nobody can be asked, it fails closed).
+DEFAULT_POLICY = unattended.DEFAULT_POLICY
 LAST_RUN_FILE = "last-driver.json"
 #: A service that has not reported ready by then is skipped with a warning.
 SERVICE_START_TIMEOUT_S = 15.0
@@ -96,8 +102,11 @@ class Host:
         warn: Callable[[str], None] | None = None,
         config_path: Path | None = None,
         trace: str | os.PathLike[str] | None = None,
+        front: Front = "cli",
     ) -> None:
         self.env: Mapping[str, str] = os.environ if env is None else env
+        #: Who asks for the agent: a CLI command, or a Python program (which the default policy never prompts).
+        self.front: Front = front
         #: Where the wire trace goes (``trace``, else ``AGY_HOST_TRACE``); ``None``: off.
         self.trace_path = trace_target(trace, self.env)
         self._trace: WireTrace | None = None
@@ -236,7 +245,7 @@ class Host:
             env=self.env,
             warn=self.warn,
             tools=self.plugins.tools,
-            permission_policy=self.permissions_flag or self.config.permissions.policy or DEFAULT_POLICY,
+            permission_policy=unattended.chosen_policy(self.permissions_flag, self.config.permissions.policy)[0],
             ask_question=self.ask_question,
             trace=self.wire_trace(),
             tool_gate=self.tool_gate,
@@ -331,26 +340,30 @@ class Host:
     # -- permissions -------------------------------------------------------------------
 
     def permission_policy(self) -> PermissionPolicy:
-        """The configured policy; an unknown name warns and falls back to ``auto``."""
+        """The chosen policy, else the default (``ask``, asking only where a
+        person is); an unknown name warns and falls back to the default."""
         if self._policy is not None:
             return self._policy
         policies = self.plugins.permission_policies()
-        name = self.permissions_flag or self.config.permissions.policy or DEFAULT_POLICY
+        name, chosen = unattended.chosen_policy(self.permissions_flag, self.config.permissions.policy)
         policy = policies.get(name)
         if policy is None:
             known = ", ".join(sorted(policies)) or "none"
-            self.warn(f"unknown permission policy {name!r} (known: {known}); using {DEFAULT_POLICY!r}")
-            policy = policies.get(DEFAULT_POLICY)
+            self.warn(f"unknown permission policy {name!r} (known: {known}); using the default, {DEFAULT_POLICY!r}")
+            policy, chosen = policies.get(DEFAULT_POLICY), False
         if policy is None:
-            from agy_host.builtins.permission_policies import AutoPolicy
+            from agy_host.builtins.permission_ask import AskPolicy
 
-            policy = AutoPolicy()
+            policy = AskPolicy()
         configure = getattr(policy, "configure", None)
         if callable(configure):
             try:
                 configure(self.config, self.env)
             except Exception as exc:
                 self.warn(f"permission policy {name!r} could not be configured: {type(exc).__name__}: {exc}")
+        set_asking = getattr(policy, "set_asking", None)
+        if callable(set_asking):
+            set_asking(self.front, not chosen)
         self._policy = policy
         return policy
 

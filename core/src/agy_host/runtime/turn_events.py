@@ -48,6 +48,7 @@ from agy_host.engine.driver import TurnHandle
 from agy_host.runtime.budget import Budget
 from agy_host.runtime.store import SessionBinding
 from agy_host.service.tool_names import named_tool
+from agy_host.service.unattended import NOBODY, is_unattended
 
 Emit = Callable[[HostEvent], None]
 
@@ -82,6 +83,9 @@ class TurnState:
         #: Permission requests cancelled with a reason (a policy or callback that
         #: raised, timed out, or answered what it may not): what was asked, and why.
         self.permissions_cancelled: list[tuple[str, str]] = []
+        #: Permission requests refused because nobody could be asked (the default
+        #: policy without a person): what was asked, and why, with how to allow.
+        self.unattended: list[tuple[str, str]] = []
         #: ``--max-tokens`` / ``--max-cost``, and why the turn crossed them.
         self.budget = Budget()
         self.budget_hit: str | None = None
@@ -153,9 +157,11 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
             turn.permission_requests += 1
             if refused(activity):
                 turn.permissions_refused += 1
+            asked = repr(activity.title) if activity.is_question else f"permission for {activity.title!r}"
             if activity.selected is None and activity.reason:
-                asked = repr(activity.title) if activity.is_question else f"permission for {activity.title!r}"
                 turn.permissions_cancelled.append((asked, activity.reason))
+            if refused(activity) and is_unattended(activity.reason):
+                turn.unattended.append((asked, activity.reason[activity.reason.index(NOBODY) :]))
             emit(
                 PermissionAnswered(
                     call_id=activity.call_id,
@@ -298,9 +304,11 @@ def closed_error(turn: TurnState) -> str:
     A question left unanswered says why: nobody could answer (no rule, no
     terminal, no answer in time), or what answered failed (the program's
     ``on_question`` raised, or returned what it may not). Permission requests
-    all refused, some of them cancelled, say the cancels' reasons (a policy
-    or permission callback that raised, timed out, or answered wrongly). A
-    turn whose refusals were all deliberate has no error."""
+    all refused, some because nobody could be asked, say so and how to allow
+    (:mod:`agy_host.service.unattended`: nobody chose that refusal); some of
+    them cancelled, say the cancels' reasons (a policy or permission callback
+    that raised, timed out, or answered wrongly). A turn whose refusals were
+    all deliberate has no error."""
     if turn.unanswered:
         questions = turn.unanswered[:3]
         said = [turn.unanswered_why[m] for m in questions if m in turn.unanswered_why]
@@ -310,6 +318,9 @@ def closed_error(turn: TurnState) -> str:
         verb = "nobody answered" if all(by in ("", "host") for by, _ in said) else "got no answer"
         return f"the agent asked {quoted} and {verb}: {'; '.join(dict.fromkeys(why for _, why in said))}"
     everything_refused = turn.permission_requests > 0 and turn.permissions_refused == turn.permission_requests
+    if everything_refused and turn.unattended:
+        asked = "; ".join(dict.fromkeys(what for what, _ in turn.unattended[:3]))
+        return f"the agent asked {asked} and it was refused: {turn.unattended[0][1]}"
     if everything_refused and turn.permissions_cancelled:
         cancelled = turn.permissions_cancelled[:3]
         asked = "; ".join(what for what, _ in cancelled)

@@ -14,6 +14,10 @@
   is done, never mixed into the answer.
 * System steps in ERROR are the harness's own failures ("network issue"):
   kept for the outcome and shown as warnings.
+* A tool the ``deny`` policy denied inside the harness (a static rule:
+  nothing was asked) is reported as the policy's answer, as on every engine,
+  then as a denied card: the same closing line and exit code 5 as an ACP
+  agent's request that ``deny`` refused.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from agy_host.contract.events import (
     Activity,
     FileDiff,
     NoticeActivity,
+    PermissionActivity,
     TextActivity,
     ThoughtActivity,
     ToolDoneActivity,
@@ -143,6 +148,7 @@ class StepMapper:
         if rest == STATIC_DENIAL:
             # a tool the host's static policy denied inside the harness: shown as a denied card
             call_id = f"{(step.trajectory_id or self.main)[:12]}-{step.step_index}"
+            self._denied_statically(call_id, tool)
             self._emit(
                 ToolStartActivity(call_id=call_id, name=tool, kind="execute" if tool == "run_command" else "edit")
             )
@@ -152,6 +158,22 @@ class StepMapper:
         if detail not in self.errors:
             self.errors.append(detail)
             self._emit(NoticeActivity(level="warning", message=f"harness: {detail}", code="harness-error"))
+
+    def _denied_statically(self, call_id: str, tool: str) -> None:
+        """The ``deny`` policy's answer, given ahead by a static rule, reported
+        as if the harness had asked (what an ACP agent's request gets)."""
+        from agy_host_harness.driver import REJECT, options_for
+
+        self._emit(
+            PermissionActivity(
+                call_id=call_id,
+                title=tool,
+                options=options_for(tool),
+                selected=REJECT.option_id,
+                policy="deny",
+                reason=f"{REJECT.kind} (a static rule inside the harness: nothing was asked)",
+            )
+        )
 
 
 def describe(step: wire.StepUpdate) -> tuple[str, str, dict[str, Any], str, list[str]]:

@@ -15,7 +15,10 @@ One :class:`StepMapper` per turn holds what the mapping needs:
   needs one is refused: on <= 1.1.24 as an ERROR step with a TOOL_ERROR
   message ("user denied permission to run command"), on >= 1.2.17 as a DONE
   step without output plus a ``denied_actions`` entry in the result. Both
-  end as a *denied* tool card.
+  end as a *denied* tool card, after a permission answer that says so
+  (:func:`denial`): nobody could be asked, and ``--skip-permissions``
+  allows. A tool denied is a turn that fails closed (exit 5), as on every
+  engine.
 
 Tool parameters are agy's (PascalCase keys: ``AbsolutePath``, ``TargetFile``,
 ``CommandLine``); they are passed on as the tool's ``args`` with the paths
@@ -35,6 +38,8 @@ import msgspec
 from agy_host.contract.events import (
     Activity,
     FileDiff,
+    PermissionActivity,
+    PermissionOption,
     TextActivity,
     ThoughtActivity,
     ToolDoneActivity,
@@ -43,6 +48,7 @@ from agy_host.contract.events import (
     UsageActivity,
 )
 from agy_host.engine.textguard import CumulativeGuard
+from agy_host.service.unattended import NOBODY
 from agy_host_stream_json.usage import UsageSum, context_used
 from agy_host_stream_json.wire import DeniedAction, Step, Usage
 
@@ -87,6 +93,28 @@ _ACTION_TOOLS: dict[str, tuple[str, ...]] = {
     "write_file": ("write_to_file", "replace_file_content", "multi_replace_file_content", "sed_file", "notebook_edit"),
     "read_file": ("view_file", "list_dir", "grep_search", "find_by_name"),
 }
+
+
+#: The answer agy gave a tool that needs permission (headless, it cannot ask).
+AGY_DENIES = PermissionOption(option_id="reject", name="Deny", kind="reject_once")
+#: Why, and how to allow: agy-host's policy never sees these requests.
+DENIAL_REASON = (
+    f"{NOBODY} (agy cannot ask for permission in stream-json mode): denied by agy. To allow: "
+    "--skip-permissions (skip_permissions=True in Python, `skip_permissions = true` in the config)"
+)
+
+
+def denial(call_id: str, title: str) -> PermissionActivity:
+    """agy's own refusal of a tool, reported as a permission answer: the
+    closing line names it and the turn exits 5, as a refusal does on ACP."""
+    return PermissionActivity(
+        call_id=call_id,
+        title=title,
+        options=[AGY_DENIES],
+        selected=AGY_DENIES.option_id,
+        policy="agy",
+        reason=DENIAL_REASON,
+    )
 
 
 def tool_kind(name: str) -> str:
@@ -268,6 +296,7 @@ class StepMapper:
             known.denied = denied
             if denied:
                 self.denied.append(known.name)
+                self._emit(denial(call_id, _title(known.args) or known.name))
             self._emit(
                 ToolErrorActivity(call_id=call_id, name=known.name, message=message or "tool error", denied=denied)
             )
@@ -300,9 +329,11 @@ class StepMapper:
             if tool is None:
                 unmatched.append(label)
                 self.denied.append(label)
+                self._emit(denial(f"denied-{len(self.denied)}", label))
                 continue
             tool.denied = True
             self.denied.append(tool.name)
+            self._emit(denial(tool.call_id, _title(tool.args) or tool.name))
             self._emit(
                 ToolDoneActivity(
                     call_id=tool.call_id, name=tool.name, kind=tool.kind, args=tool.args, output="", denied=True
