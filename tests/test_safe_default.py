@@ -80,17 +80,24 @@ def answers(agent: FakeAgent) -> list[Any]:
 # -- at a terminal, the person is asked ----------------------------------------------
 
 
+def run_in_a_pane(tmp_path: Path, pane_for: list[Pane], agent: FakeAgent, before: str, prompt: str) -> Pane:
+    """``BEFORE agy-host run --agent AGENT PROMPT`` at a real terminal (a tmux
+    pane, agy-host's own terminal: no AGY_HOST_TTY), then ``echo EXIT $?``."""
+    env = env_for(tmp_path)
+    env.pop("AGY_HOST_TTY", None)
+    run = shlex.join([*AGY_HOST, "run", "--agent", agent.command_line, "-f", "plain", prompt])
+    body = f"{before}{run}\necho EXIT $?"
+    pane = Pane(["bash", "--norc", "--noprofile", str(shell_script(tmp_path / "go.sh", env, tmp_path, body))])
+    pane_for.append(pane)
+    return pane
+
+
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
 def test_the_default_asks_the_person_at_a_real_terminal(tmp_path: Path, pane_for: list[Pane]) -> None:
     """No ``--permissions``: at a terminal the request is put to the person
     (it used to be allowed without asking anyone)."""
     agent = permission_agent(tmp_path)
-    env = env_for(tmp_path)
-    env.pop("AGY_HOST_TTY", None)
-    run = shlex.join([*AGY_HOST, "run", "--agent", agent.command_line, "-f", "plain", "go"])
-    body = f"{run}\necho EXIT $?"
-    pane = Pane(["bash", "--norc", "--noprofile", str(shell_script(tmp_path / "go.sh", env, tmp_path, body))])
-    pane_for.append(pane)
+    pane = run_in_a_pane(tmp_path, pane_for, agent, "", "go")
     shown = pane.wait_for(re.escape(CHOOSE.rstrip()))
     assert "asks for permission" in shown and "Run fake_tool?" in shown, shown
     pane.type("1")  # 1) Allow
@@ -104,12 +111,7 @@ def test_a_prompt_piped_in_is_nobody_to_ask_even_at_a_terminal(tmp_path: Path, p
     """stdin is a pipe (a script feeding agy-host): the default asks nobody,
     though a terminal is there, and the closing line says why and how to allow."""
     agent = permission_agent(tmp_path)
-    env = env_for(tmp_path)
-    env.pop("AGY_HOST_TTY", None)
-    run = shlex.join([*AGY_HOST, "run", "--agent", agent.command_line, "-f", "plain", "-"])
-    body = f"echo go | {run}\necho EXIT $?"
-    pane = Pane(["bash", "--norc", "--noprofile", str(shell_script(tmp_path / "go.sh", env, tmp_path, body))])
-    pane_for.append(pane)
+    pane = run_in_a_pane(tmp_path, pane_for, agent, "echo go | ", "-")
     shown = pane.wait_for(r"EXIT \d+")
     assert "EXIT 5" in shown and "DENIED" in shown and "asks for permission" not in shown, shown
     assert "[exit 5] the agent asked permission for 'Run fake_tool?' and it was refused" in shown, shown
