@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 import trio
+from doc_blocks import code_blocks
 
 from agy_host.config import Config
 from agy_host.contract.diagnostics import DiagnosticReport
@@ -57,11 +58,6 @@ PLUGIN_DOCS = REPO_ROOT / "docs" / "plugins"
 TUTORIAL = PLUGIN_DOCS / "tutorial.md"
 
 Cli = Callable[..., CliResult]
-
-
-def code_blocks(path: Path, lang: str = r"\w+") -> list[tuple[str, str]]:
-    """``(language, code)`` of every fenced block."""
-    return re.findall(rf"^```({lang})\n(.*?)\n```", path.read_text("utf-8"), re.M | re.S)
 
 
 def file_blocks(path: Path) -> dict[str, str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Any
 import pytest
 import tomli_w
 import trio
+from doc_blocks import code_blocks
 from warm_kit import stop_keeper
 
 import agy_host
@@ -32,7 +32,7 @@ from agy_host.testing.isolation import isolated_env
 from agy_host.testing.models.api import ModelApiProcess
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "python.md"
-BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
+BLOCKS = [code for _lang, code in code_blocks(DOC, "python")]
 
 #: What the fake agent does for each example, by a phrase of the example.
 SCRIPTS: dict[str, Any] = {
