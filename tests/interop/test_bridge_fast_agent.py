@@ -24,7 +24,8 @@ pytestmark = pytest.mark.interop
 
 
 def run(cli: Path, argv: list[str], session: str, prompt: str, *, env: dict[str, str], cwd: Path) -> tuple[Any, str]:
-    cmd = [str(cli), "run", "--agent", shlex.join(argv), "--format", "json", "--session", session, prompt]
+    cmd = [str(cli), "run", "--agent", shlex.join(argv), "--format", "json", "--session", session]
+    cmd += ["--permissions", "auto", prompt]  # fast-agent asks before every MCP tool; the round trip is tested here
     proc = subprocess.run(
         cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL
     )

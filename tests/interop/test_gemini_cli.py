@@ -97,8 +97,10 @@ def answers(run: Run) -> list[Any]:
 
 #: flags, the option agy-host must answer, whether the command runs, the exit code
 CASES = {
-    "auto-allows-once": ((), "proceed_once", True, 0),
+    "auto-allows-once": (("--permissions", "auto"), "proceed_once", True, 0),
     "deny-rejects": (("--permissions", "deny"), "cancel", False, 5),
+    # no policy chosen and nobody to ask (no terminal here): refused, exit 5 (issue 26 item 1)
+    "default-refuses": ((), "cancel", False, 5),
 }
 
 
@@ -134,7 +136,7 @@ def test_the_gemini_cli_tool_cards_carry_their_titles(rig: Rig) -> None:
         [{"call": {"name": "write_todos", "args": todos}}],
         [{"text": "ok"}],
     )
-    run = rig.run("plan")
+    run = rig.run("plan", "--permissions", "auto")  # the cards are tested here, not asking
     ctx = run.context
     done = [(c["kind"], c.get("title")) for c in run.of_type("tool") if c["status"] == "done"]
     assert done == [("read", "a.txt"), ("other", "Set 1 todo(s)")], ctx

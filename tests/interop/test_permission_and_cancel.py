@@ -60,8 +60,11 @@ class Policy:
 
 
 POLICIES = {
-    # No flag, no config: the default policy allows once, by option kind.
-    "default-auto": Policy((), None, "allow_once", "auto", 0),
+    # --permissions auto: allow once, by option kind.
+    "flag-auto": Policy(("--permissions", "auto"), None, "allow_once", "auto", 0),
+    # No flag, no config, nobody to ask (no terminal here): the default refuses
+    # and says how to allow; every request denied -> exit 5 (issue 26 item 1).
+    "default-refuses": Policy((), None, "reject_once", "ask", 5, reason="nobody could be asked"),
     # --permissions deny: reject once; every request of the turn denied -> exit 5.
     "flag-deny": Policy(("--permissions", "deny"), None, "reject_once", "deny", 5),
     # The rules policy from the config file: a deny rule on the title wins
