@@ -149,7 +149,7 @@ def test_without_a_terminal_agys_denial_fails_closed(tmp_path: Path) -> None:
     end, done = json_end(proc)
     assert proc.returncode == 5 and done["exit_code"] == 5, proc
     assert "the agent asked permission for 'ls' and it was refused" in end["error"], end
-    assert "To allow: --skip-permissions" in end["error"], end
+    assert "To allow: --permissions skip" in end["error"], end
     cards = [d for d in map(json.loads, proc.stdout.splitlines()) if d["type"] == "tool"]
     assert cards and cards[-1]["status"] == "denied", cards
 

@@ -84,7 +84,7 @@ def test_denied_actions_mark_the_matching_empty_done_tool() -> None:
         ("step-1", "run_command", "agy", "reject"),
         ("denied-2", "browse", "agy", "reject"),
     ]
-    assert all("To allow: --skip-permissions" in a.reason for a in refused)
+    assert all("To allow: --permissions skip" in a.reason for a in refused)
 
 
 def test_a_denied_error_step_is_a_refused_permission_request() -> None:

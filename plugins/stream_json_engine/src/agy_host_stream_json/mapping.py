@@ -16,7 +16,7 @@ One :class:`StepMapper` per turn holds what the mapping needs:
   message ("user denied permission to run command"), on >= 1.2.17 as a DONE
   step without output plus a ``denied_actions`` entry in the result. Both
   end as a *denied* tool card, after a permission answer that says so
-  (:func:`denial`): nobody could be asked, and ``--skip-permissions``
+  (:func:`denial`): nobody could be asked, and ``--permissions skip``
   allows. A tool denied is a turn that fails closed (exit 5), as on every
   engine.
 
@@ -100,7 +100,7 @@ AGY_DENIES = PermissionOption(option_id="reject", name="Deny", kind="reject_once
 #: Why, and how to allow: agy-host's policy never sees these requests.
 DENIAL_REASON = (
     f"{NOBODY} (agy cannot ask for permission in stream-json mode): denied by agy. To allow: "
-    "--skip-permissions (skip_permissions=True in Python, `skip_permissions = true` in the config)"
+    "--permissions skip (skip_permissions=True in Python, `skip_permissions = true` in the config)"
 )
 
 

@@ -12,7 +12,7 @@ agy's conversations directory for that).
 
 argv, in order (the original's): ``--add-dir CWD``, ``$AGY_EXTRA_ARGS``,
 ``--model``, ``--effort``, ``--mode plan``, ``--dangerously-skip-permissions``
-(only with ``--skip-permissions``), ``--conversation ID`` (continuing),
+(only with ``--permissions skip``), ``--conversation ID`` (continuing),
 ``--print-timeout Nm``, ``--output-format stream-json``, ``-p PROMPT``.
 """
 
