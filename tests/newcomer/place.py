@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -223,6 +224,14 @@ class Place:
         pane = Pane(["bash", str(script)])
         self.panes.append(pane)
         return pane
+
+    @staticmethod
+    def shows(pane: Pane, pattern: str, timeout: float = 60.0) -> str:
+        """The pane's screen once ``pattern`` is on it; an error at once when
+        its command ended first (it shows ``[exit N]``), with the screen."""
+        shown = pane.wait_for(rf"(?:{pattern})|\[exit \d+\]", timeout=timeout)
+        assert re.search(pattern, shown), f"the command ended before {pattern!r} showed:\n{shown}"
+        return shown
 
     # -- nothing left behind ------------------------------------------------------
 

@@ -125,9 +125,9 @@ def test_a_warm_session_as_the_sessions_page_shows_it(place: Places, harness_bin
     assert ran.returncode == 0 and ran.stdout.strip() == "...", ran
     assert not status(home).get("work", {}).get("warm"), "--keep-alive 0 left a warm agent"
     pane = home.pane(chat)
-    pane.wait_for(r"Ctrl-D leaves")
+    home.shows(pane, r"Ctrl-D leaves")
     pane.type("are the tests green?")
-    pane.wait_for(r"(?m)^are the tests green\?$")
+    home.shows(pane, r"(?m:^are the tests green\?$)")
     pane.type("/exit")
     pane.wait_for(r"\[exit 0\]")
     warm = status(home)["work"]
@@ -298,7 +298,7 @@ def test_the_bridges_question_reaches_the_person_at_the_terminal(place: Places, 
     home.ok('agy-host config set acp.agent "fast-agent --no-update-check acp"')
     [line] = agy_lines("docs/bridge.md", "pip install ./core ./plugins/acp_engine ./plugins/bridge_mcp")
     pane = home.pane(line)
-    pane.wait_for("Which branch should I use\\?", timeout=90)
+    home.shows(pane, "Which branch should I use\\?", timeout=90)
     pane.type("release-2")
     shown = pane.wait_for(r"\[exit \d+\]", timeout=60)
     assert "[exit 0]" in shown and "release-2" in shown.split("Which branch should I use?", 1)[1], shown

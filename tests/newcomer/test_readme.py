@@ -212,7 +212,7 @@ def test_fix_the_failing_test_asks_before_the_gemini_cli_writes(place: Places, g
     home.gemini(gemini_cli.script, model)
     home.ok('agy-host config set acp.agent "gemini --acp"')
     pane = home.pane(line)
-    shown = pane.wait_for(r"choose \[1-\d, 0 for none\]: ", timeout=90)
+    shown = home.shows(pane, r"choose \[1-\d, 0 for none\]: ", timeout=90)
     assert "asks for permission" in shown and "+fixed" in shown, shown
     assert not target.exists(), "written before anyone answered"
     [allow] = re.findall(r"^\s+(\d)\) Allow  \[allow_once\]", shown, re.M)
