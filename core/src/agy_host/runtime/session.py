@@ -473,20 +473,33 @@ class SessionRuntime:
             )
             while result.stop_reason == "tool_use":
                 result = await layer.resolve_tool_use(tools, sinks)
-            if result.stop_reason != "aborted":
-                await self._wait_for_detached_tools()
+            if result.stop_reason == "aborted":
+                return result
+            # Only a turn that went well gets a follow-up: one after a failure would hide its exit code.
+            no_follow_up = (
+                f"at once: its turn ended with exit {result.exit_code}, and no follow-up turn is sent after that"
+                if result.exit_code != ExitCode.OK
+                else f"at once: the {MAX_LATE_FOLLOW_UPS} follow-up turns of this prompt were sent"
+                if follow_ups >= MAX_LATE_FOLLOW_UPS
+                else ""
+            )
+            await self._wait_for_detached_tools(no_follow_up)
             late = self.roundtrips is not None and self.roundtrips.has_late_results
-            if result.stop_reason == "aborted" or not late or follow_ups >= MAX_LATE_FOLLOW_UPS:
+            if no_follow_up or not late:
                 return result
             follow_ups += 1
             prompt = []  # the late results are the whole prompt
 
-    async def _wait_for_detached_tools(self) -> None:
+    async def _wait_for_detached_tools(self, no_follow_up: str) -> None:
         """The turn is over, and host tools that outlived their park still run:
         their results go to the agent in a follow-up turn, so wait for them,
         each at most until its turn's deadline. An interrupt cancels them
-        (:meth:`abort`)."""
+        (:meth:`abort`). When no follow-up turn will be sent (``no_follow_up``
+        says why) they are cancelled at once instead, said with that reason."""
         if self.roundtrips is None or not self.roundtrips.tools.detached:
+            return
+        if no_follow_up:
+            await self.roundtrips.tools.drop_detached(no_follow_up)
             return
         self._tools_waiting = True
         try:

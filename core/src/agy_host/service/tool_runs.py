@@ -18,9 +18,10 @@ fresh turn carries (``agy-host run``: a follow-up turn, after
 deadline at the latest (the remaining budget of the turn it was called in,
 :meth:`~agy_host.engine.driver.TurnHandle.remaining_s`; the clock runs on
 once the park ended), and it is cancelled when its turn is aborted, when
-the person stops waiting for it (:meth:`ToolRuns.cancel_detached`), or when
-the command ends. Each of those is said with a notice: nothing is dropped
-silently.
+the person stops waiting for it (:meth:`ToolRuns.cancel_detached`), when
+no follow-up turn will carry its result (its turn failed: :meth:`ToolRuns.drop_detached`),
+or when the command ends. Each of those is said with a notice: nothing is
+dropped silently.
 """
 
 from __future__ import annotations
@@ -139,6 +140,14 @@ class ToolRuns:
         for run in runs:
             self._cancel(run, why)
         return bool(runs)
+
+    async def drop_detached(self, why: str) -> None:
+        """Cancel every detached tool at once, no turn being left to carry its
+        result (``why`` says so in each one's notice), and wait until each is over."""
+        runs = [run for run in self._runs.values() if run.detached]
+        self.cancel_detached(why)
+        for run in runs:
+            await run.done.wait()
 
     async def wait_detached(self) -> None:
         """Until no detached tool runs: each has given its result (now a late
