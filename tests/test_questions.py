@@ -185,6 +185,45 @@ def test_an_antigravity_question_is_asked_at_the_terminal_under_the_default_poli
     assert proc.returncode == 0 and "ON DEV" in proc.stdout, context
 
 
+#: A form of two choice fields, the first optional.
+CHOICES = {
+    "sessionId": "<session>",
+    "mode": "form",
+    "message": "How should I deploy?",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "title": "Region", "enum": ["eu", "us"]},
+            "size": {"type": "string", "title": "Size", "enum": ["small", "large"]},
+        },
+        "required": ["size"],
+    },
+}
+
+
+def test_enter_skips_an_optional_choice_field_at_the_terminal(tmp_path: Path) -> None:
+    """Enter on an optional choice field leaves it unset and the form goes
+    on, and each prompt says what Enter and ``0`` do. Enter used to be
+    refused ("please type a number from 1 to 2"), so the person's only way
+    past the field was ``0``, which cancelled the whole form."""
+    from agy_host.service.terminal import MAX_ATTEMPTS
+    from agy_host.testing.terminal import Pty
+
+    agent = fake_acp_agent_command(asking(CHOICES), workdir=tmp_path / "agents")
+    with Pty() as tty:
+        # Region: Enter (skip); Size: 2) large; then Enters nobody reads (where Enter is refused the
+        # form gives up on them, rather than the test waiting for its timeout)
+        tty.type("\n2\n" + "\n" * MAX_ATTEMPTS)
+        proc = agy_host(tmp_path, "run", "--agent", agent.command_line, "go", tty=tty.path)
+        screen = tty.screen()
+    context = f"{proc.stdout}\n{proc.stderr}\n--- terminal ---\n{screen}"
+    assert "Region: 1) eu, 2) us [1-2, Enter to skip, 0 cancels the whole form]: " in screen, context
+    assert "Size: 1) small, 2) large [1-2, 0 cancels the whole form]: " in screen, context
+    assert "please type a number" not in screen, context
+    assert proc.returncode == 0 and "GOT ACCEPT" in proc.stdout, context
+    assert answered(agent) == [{"action": "accept", "content": {"size": "large"}}], context
+
+
 async def test_the_python_callback_answers_an_antigravity_question(tmp_path: Path) -> None:
     import agy_host
     from agy_host.contract.interactions import Question

@@ -4,8 +4,11 @@ One question at a time (the terminal's lock), each headed by who asks: the
 session and, when the agent says, the sub-agent or server. A form is asked
 field by field (its type, whether it is required, its default; a value
 outside the form's bounds or format is asked again); a URL is
-shown to open, then confirmed; a choice by number. ``q`` at any prompt
-declines to answer, which the agent receives as ``cancel``.
+shown to open, then confirmed; a choice by number. Enter leaves an
+optional field unset (or takes its default), an enum field's included;
+``q`` at any prompt, or ``0`` at a choice, declines to answer (a form's
+fields answered so far go with it), which the agent receives as ``cancel``;
+each prompt says what it offers.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 
 from agy_host.contract.interactions import Answer, FormField, Question
 from agy_host.service.form_check import field_value
-from agy_host.service.terminal import MAX_ATTEMPTS, Terminal, choose, deadline_note, open_terminal
+from agy_host.service.terminal import MAX_ATTEMPTS, SKIPPED, Terminal, choose, deadline_note, open_terminal
 from agy_host.service.terminal_queue import asker
 
 _QUIT = {"q", "quit", "cancel"}
@@ -72,9 +75,7 @@ _STOP = object()
 async def _field(term: Terminal, field: FormField) -> Any:
     label = field.title or field.name
     if field.choices and field.type != "array":
-        listed = ", ".join(f"{i}) {c}" for i, c in enumerate(field.choices, 1))
-        index = await choose(term, field.choices, prompt=f"  {label}: {listed}: ")
-        return _STOP if index is None else field.choices[index]
+        return await _choice(term, field, label)
     hints = [field.type]
     if field.required:
         hints.append("required")
@@ -100,6 +101,22 @@ async def _field(term: Terminal, field: FormField) -> Any:
             return value
         await term.write(f"  {problem}\n")
     return _STOP
+
+
+async def _choice(term: Terminal, field: FormField, label: str) -> Any:
+    """One of an enum field's values, by number. Enter takes the default,
+    or leaves an optional field unset; ``0`` stops the whole form, and the
+    prompt says both (Enter used to be refused, and ``0`` said nothing)."""
+    listed = ", ".join(f"{i}) {c}" for i, c in enumerate(field.choices, 1))
+    enter = "" if field.required else "Enter to skip"
+    if field.default is not None:
+        enter = f"Enter for {field.default}"
+    zero = "0 cancels the whole form"
+    span = ", ".join(part for part in (f"1-{len(field.choices)}", enter, zero) if part)
+    index = await choose(term, field.choices, prompt=f"  {label}: {listed} [{span}]: ", enter=enter, zero=zero)
+    if index is None:
+        return _STOP
+    return field.default if index == SKIPPED else field.choices[index]
 
 
 def _parse(field: FormField, reply: str) -> tuple[Any, str | None]:

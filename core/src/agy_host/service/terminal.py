@@ -235,13 +235,26 @@ def deadline_note(bound_s: float | None) -> str:
     return f"  (the agent waits up to {minutes(bound_s)} for this answer, then it is cancelled)\n"
 
 
-async def choose(term: Terminal, choices: Sequence[str], *, prompt: str) -> int | None:
+#: What :func:`choose` gives for an empty answer where Enter is offered (``enter``).
+SKIPPED = -1
+
+
+async def choose(
+    term: Terminal, choices: Sequence[str], *, prompt: str, enter: str = "", zero: str = "0 for no answer"
+) -> int | None:
     """Ask for one of ``choices`` by number (1-based); ``0`` or ``q`` means no
     answer. Returns the 0-based index, or ``None`` when the person declined
-    or gave :data:`MAX_ATTEMPTS` answers that were not a choice."""
+    or gave :data:`MAX_ATTEMPTS` answers that were not a choice. Where
+    ``enter`` says what Enter does (an optional form field: ``Enter to
+    skip``), an empty answer is :data:`SKIPPED`; ``zero`` says what ``0``
+    does. Both are said again after an answer that was not a choice, as
+    ``prompt`` should say them."""
+    offered = ", ".join(part for part in (enter, zero) if part)
     for _ in range(MAX_ATTEMPTS):
         await term.write(prompt)
         answer = (await term.read_line()).strip().lower()
+        if not answer and enter:
+            return SKIPPED
         if answer in {"0", "q", "quit", "c", "cancel"}:
             return None
         if answer.isdigit() and 1 <= int(answer) <= len(choices):
@@ -249,7 +262,7 @@ async def choose(term: Terminal, choices: Sequence[str], *, prompt: str) -> int 
         exact = [i for i, c in enumerate(choices) if c.strip().lower() == answer and answer]
         if len(exact) == 1:
             return exact[0]
-        await term.write(f"  please type a number from 1 to {len(choices)} (0 for no answer)\n")
+        await term.write(f"  please type a number from 1 to {len(choices)} ({offered})\n")
     await term.write("  no valid answer; giving up\n")
     return None
 
@@ -259,6 +272,7 @@ __all__ = [
     "DEFAULT_TTY",
     "MAX_ATTEMPTS",
     "TTY_ENV",
+    "SKIPPED",
     "NoTerminal",
     "Terminal",
     "background",
