@@ -107,6 +107,27 @@ async def test_the_callback_comes_after_the_rules_and_a_broken_one_fails_closed(
     assert failed.unanswered and "boom" in failed.reason
 
 
+async def test_a_question_too_long_to_match_is_answered_by_no_rule() -> None:
+    """Issue 28 item 4, retest: matching costs the text's length times the
+    glob's, and the agent writes the text. A question longer than rules are
+    matched against is answered by no rule (a decline it might match must not
+    be slipped past by padding): the program or the person answers it, else
+    it is unanswered, the reason naming the cap."""
+    long = Question(kind="choice", session="s", message="Which branch? " + "x" * 5000, choices=["main", "dev"])
+    broker = InteractionBroker(rules=lambda: [rule(value="dev")], env={"AGY_HOST_TTY": "none"})
+    answer = await broker.ask(long)
+    assert answer.unanswered and answer.action == "cancel"
+    assert "its text has 5,014 characters, more than rules are matched against (at most 4,096)" in answer.reason
+    named = Question(kind="form", session="s", message="Deploy?", fields=[FormField(name="r" * 5000)])
+    assert "its field name has 5,000 characters" in (await broker.ask(named)).reason
+
+    async def callback(question: Question) -> Answer:
+        return Answer(action="accept", values={"answer": "main"})
+
+    ruled = InteractionBroker(rules=lambda: [rule(value="dev")], env={}, callback=callback)
+    assert (await ruled.ask(long)).values == {"answer": "main"}
+
+
 @pytest.fixture
 def tty() -> Iterator[Pty]:
     with Pty() as term:

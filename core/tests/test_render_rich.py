@@ -13,7 +13,16 @@ import pytest
 
 from agy_host.builtins.render_rich import SILENCE_S, RichRenderer
 from agy_host.builtins.renderers import TextRenderer, text_renderer, wants_rich
-from agy_host.contract.events import TextDelta, ThoughtDelta, ToolCard, TurnEnded, TurnStarted
+from agy_host.contract.events import (
+    Notice,
+    PermissionAnswered,
+    QuestionAnswered,
+    TextDelta,
+    ThoughtDelta,
+    ToolCard,
+    TurnEnded,
+    TurnStarted,
+)
 from agy_host.contract.rendering import RenderOptions
 
 
@@ -132,6 +141,34 @@ def test_long_card_lines_are_cut_to_one_row() -> None:
     line = buf.getvalue().split("\n")[0]
     assert "…" in line and "x" * 100 not in line
     r.close()
+
+
+def test_what_the_agent_chose_the_length_of_is_clipped_on_both_renderers() -> None:
+    """Issue 28 item 4, retest: a 400 KB title was drawn whole on the
+    permission line and again on the closing line; every agent-chosen string
+    (titles, questions, notices, errors) is clipped, with its full length."""
+    huge = "a" * 400_000
+    said = "… (400,000 characters)"
+    events = [
+        TurnStarted(session="s", engine="acp"),
+        ToolCard(call_id="t", name="run", status="started", kind="edit", title=huge),
+        PermissionAnswered(call_id="t", title=huge, options=[], selected=None, policy="rules", reason="refused"),
+        QuestionAnswered(kind="form", message=huge, action="cancel", by="host", reason="b" * 10_000),
+        Notice(level="warning", message=huge),
+        TurnEnded(stop_reason="stop", duration_s=1.0, exit_code=5),
+    ]
+    r, buf = make(Clock(), width=100_000)
+    plain = io.StringIO()
+    text = TextRenderer(RenderOptions(stream=plain), err=plain)
+    for event in events:
+        r.handle(event)
+        text.handle(event)
+    r.close()
+    text.close()
+    for shown in (buf.getvalue(), plain.getvalue()):
+        assert len(shown) < 30_000 and shown.count(said) >= 4, shown[:2000]
+        assert "(10,006 characters)" in shown  # a question's reason: "host: bbb…"
+    assert "[exit 5] permission 'aaa" in plain.getvalue() and "'… (400,000 characters) was refused" in plain.getvalue()
 
 
 class FakeTty(io.StringIO):

@@ -16,6 +16,7 @@ from agy_host.contract.events import PermissionOption
 from agy_host.contract.permissions import PermissionRequest
 from agy_host.contract.tool_calls import ToolCall, ToolVerdict
 from agy_host.runtime.tool_gate import ToolGate
+from agy_host.service.globs import TooLongToMatch
 from agy_host.service.tool_lists import ToolLists, entries
 
 
@@ -75,6 +76,26 @@ def test_the_gates_order() -> None:
         assert (await gate(lists(), hook(ToolVerdict())).check(call())).allow is None, "the policy decides"
 
     trio.run(main)
+
+
+def test_a_name_too_long_to_match_is_allowed_by_no_list_and_refused_where_one_denies() -> None:
+    """Issue 28 item 4, retest: a match costs the name's length times the
+    glob's, and the agent picks the name (a permission request without a tool
+    name goes by its title). One longer than globs are matched against is
+    never allowed by ``allowed_tools``, and where ``disallowed_tools`` has
+    patterns (one might name it, padded) it is refused, the reason naming the cap."""
+    long = "run " + "x" * 5000
+
+    async def main() -> None:
+        verdict = await gate(lists(allowed=["*"], disallowed=["rm*"])).check(call(name=long))
+        assert (verdict.allow, verdict.by) == (False, "disallowed_tools")
+        assert "its name has 5,004 characters, more than rules are matched against (at most 4,096)" in verdict.reason
+        assert verdict.reason.startswith(repr("run " + "x" * 296) + "… (5,004 characters) refused: ")
+        assert (await gate(lists(allowed=["*"])).check(call(name=long))).allow is None, "the policy decides"
+
+    trio.run(main)
+    with pytest.raises(TooLongToMatch, match="at most 4,096"):
+        lists(allowed=["*"]).match(long, "execute")  # never a silent "no match"
 
 
 def test_one_verdict_per_call_and_rewrites_only_where_they_can_be() -> None:

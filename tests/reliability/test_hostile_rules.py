@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from acp_cli import asking, run_turn
+from acp_cli import agy_host, asking, run_turn
 
+from agy_host.service.globs import MAX_MATCHED_CHARS
 from agy_host.testing.agents import FakeAgent, fake_acp_agent_command
 from agy_host.testing.isolation import isolated_env
 
@@ -114,16 +115,18 @@ def test_a_hundred_thousand_rules_are_refused_with_the_bound_and_a_thousand_work
 
 
 def test_sigterm_never_waits_behind_matching(tmp_path: Path) -> None:
-    """60 worst-case title globs against a 400 KB title cost seconds of
-    matching (more on a loaded machine); SIGTERM is acted on at once anyway:
-    the matching yields to the event loop between rules."""
+    """60 worst-case title globs against a title at the length cap (4,096
+    characters; a longer one is matched by no rule, see below) cost a
+    fraction of a second of matching (a 400 KB title cost seconds before the
+    cap); SIGTERM is acted on at once anyway: the matching yields to the
+    event loop between rules."""
     heavy = "*" + "a?" * 499 + "b"
     write_config(
         tmp_path,
         '[permissions]\npolicy = "rules"\nrules_default = "deny"\n'
         + f'[[permissions.rules]]\naction = "allow"\ntitle = "{heavy}"\n' * 60,
     )
-    call = {"toolCallId": "t1", "title": "a" * 400_000, "kind": "edit", "status": "pending"}
+    call = {"toolCallId": "t1", "title": "a" * MAX_MATCHED_CHARS, "kind": "edit", "status": "pending"}
     scenario = {"prompt": [{"permission": {"tool_call": call, "branches": {}}}, {"hang": True}]}
     agent = fake_acp_agent_command(scenario, workdir=tmp_path / "agents")
     proc = subprocess.Popen(
@@ -151,6 +154,61 @@ def test_sigterm_never_waits_behind_matching(tmp_path: Path) -> None:
             proc.wait()
     assert proc.returncode == 143, err
     assert waited < 5.0, f"SIGTERM waited {waited:.1f}s behind the rules"
+
+
+#: 59 worst-case title globs (within every bound) and one that allows every title.
+HEAVY_RULES = (
+    '[permissions]\npolicy = "rules"\nrules_default = "deny"\n'
+    + f'[[permissions.rules]]\naction = "allow"\ntitle = "{"*" + "a?" * 499 + "b"}"\n' * 59
+    + '[[permissions.rules]]\naction = "allow"\ntitle = "*"\n'
+)
+HUGE_TITLE = "a" * 400_000
+
+
+def huge_permission(tmp_path: Path, name: str) -> FakeAgent:
+    call = {"toolCallId": "t1", "title": HUGE_TITLE, "kind": "edit", "status": "pending"}
+    branches = {"allow": [{"chunk": "ALLOWED"}], "reject": [{"chunk": "REFUSED"}]}
+    scenario = {"prompt": [{"permission": {"tool_call": call, "branches": branches}}, {"stop": "end_turn"}]}
+    return fake_acp_agent_command(scenario, workdir=tmp_path / name)
+
+
+def test_a_huge_title_is_decided_by_no_rule_and_clipped_on_every_line(tmp_path: Path) -> None:
+    """Issue 28 item 4, retest: the agent chooses its title's length (up to
+    the 64 MiB line limit), and matching costs that length times the
+    glob's: 60 legal rules against a 400 KB title took 23.6 s to decide one
+    request, and the title was printed whole, twice, on stderr. A title
+    longer than rules are matched against (4,096 characters) is decided by
+    no rule, so padding cannot slip past a deny rule either: nobody to ask,
+    it is refused, the reason naming the cap (an ``allow`` of every title
+    did allow it); a person at the terminal is asked. Every line a person
+    reads clips it; ``--format json`` keeps it whole."""
+    from agy_host.testing.terminal import Pty
+
+    write_config(tmp_path, HEAVY_RULES)
+    started_at = time.monotonic()
+    proc = run_turn(tmp_path, huge_permission(tmp_path, "nobody"))
+    took = time.monotonic() - started_at
+    tail = proc.stderr[-3000:]
+    assert proc.returncode == 5 and "REFUSED" in proc.stdout, tail
+    [line] = [x for x in proc.stderr.splitlines() if x.startswith("[permission] ")]
+    assert "its title has 400,000 characters, more than rules are matched against (at most 4,096)" in line
+    assert took < 15, f"{took:.1f}s to decide one request"
+    assert line.startswith("[permission] " + "a" * 300 + "… (400,000 characters) -> deny"), line[:400]
+    [closing] = [x for x in proc.stderr.splitlines() if x.startswith("[exit 5] ")]
+    assert "'… (400,000 characters)" in closing, closing[:400]
+    assert len(proc.stderr) < 5_000, tail
+
+    proc = run_turn(tmp_path, huge_permission(tmp_path, "json"), "--format", "json")
+    [event] = [e for e in map(json.loads, proc.stdout.splitlines()) if e["type"] == "permission"]
+    assert event["title"] == HUGE_TITLE, "--format json keeps the whole title"
+
+    with Pty() as tty:
+        tty.type("1\n")  # a person is asked: 1) Allow
+        agent = huge_permission(tmp_path, "person")
+        proc = agy_host(tmp_path, "run", "--agent", agent.command_line, "go", tty=tty.path)
+        screen = tty.screen()
+    assert proc.returncode == 0 and "ALLOWED" in proc.stdout, proc.stderr[-3000:]
+    assert "a" * 4000 + "… (400,000 characters)" in screen and len(screen) < 10_000, screen[-2000:]
 
 
 # -- item 9: answers files that are not files ------------------------------------------------------

@@ -45,6 +45,7 @@ from agy_host.contract.permissions import (
     choose_allow,
     choose_reject,
 )
+from agy_host.contract.rendering import SHOWN_LONG_CHARS, clip
 from agy_host.service.remembered import ALWAYS_KINDS
 from agy_host.service.terminal import (
     NoTerminal,
@@ -190,16 +191,16 @@ def render_request(request: PermissionRequest, waiting: str = "") -> str:
         lines.append(f"agy-host: {who} asks you a question")
         if waiting:
             lines.append(waiting.rstrip("\n"))
-        lines.append(f"  {request.title or '(no question text)'}")
-        lines.extend(f"    {i}) {opt.name or opt.option_id}" for i, opt in enumerate(request.options, 1))
+        lines.append(f"  {clip(request.title, SHOWN_LONG_CHARS) or '(no question text)'}")
+        lines.extend(f"    {i}) {clip(opt.name or opt.option_id)}" for i, opt in enumerate(request.options, 1))
         lines.append("    0) do not answer")
         return "\n".join(lines) + "\n"
     lines.append(f"agy-host: {who} asks for permission")
     if waiting:
         lines.append(waiting.rstrip("\n"))
-    lines.append(f"  {request.title or '(untitled request)'}")
-    tool = request.tool_name or "tool"
-    lines.append(f"  tool: {tool} ({request.tool_kind})")
+    lines.append(f"  {clip(request.title, SHOWN_LONG_CHARS) or '(untitled request)'}")
+    tool = clip(request.tool_name or "tool")
+    lines.append(f"  tool: {tool} ({clip(request.tool_kind)})")
     if request.args:
         text = json.dumps(request.args, ensure_ascii=False, sort_keys=True, default=str)
         if len(text) > ARGS_CHARS:
@@ -209,7 +210,7 @@ def render_request(request: PermissionRequest, waiting: str = "") -> str:
         lines.extend(f"  {line}" for line in render_diff(request.diff))
     lines.append("  options:")
     lines.extend(
-        f"    {i}) {opt.name or opt.option_id}  [{opt.kind}]{ALWAYS_NOTE if opt.kind in ALWAYS_KINDS else ''}"
+        f"    {i}) {clip(opt.name or opt.option_id)}  [{opt.kind}]{ALWAYS_NOTE if opt.kind in ALWAYS_KINDS else ''}"
         for i, opt in enumerate(request.options, 1)
     )
     lines.append("    0) cancel (no answer)")

@@ -13,10 +13,17 @@ decision names its reason). No match: ``permissions.rules_default``.
 same configuration (terminal, or its fallback). Questions (``interaction_``
 requests) are never answered by a rule: ``deny`` cancels them, anything
 else asks the person.
+
+A request whose title, kind or tool name is longer than rules are matched
+against (:data:`~agy_host.service.globs.MAX_MATCHED_CHARS`) is decided by no
+rule: the person at the terminal decides, and without one it is refused,
+whatever ``ask_fallback`` says (a deny rule it might have matched must not
+be slipped past by padding; the reason names the cap).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -29,7 +36,17 @@ from agy_host.contract.permissions import (
     choose_allow,
     choose_reject,
 )
-from agy_host.service.globs import PERMISSION_FIELDS, GlobError, Steps, check_rules, finish, glob_match, globs, paced
+from agy_host.service.globs import (
+    PERMISSION_FIELDS,
+    GlobError,
+    Steps,
+    check_rules,
+    finish,
+    glob_match,
+    globs,
+    paced,
+    unmatchable,
+)
 
 if TYPE_CHECKING:
     from agy_host.config import Config, PermissionRule
@@ -114,6 +131,9 @@ class RulesPolicy:
         self.ask.set_asking(front, False)
 
     async def decide(self, request: PermissionRequest) -> PermissionDecision:
+        too_long = unmatchable({"title": request.title, "kind": request.tool_kind, "name": request.tool_name})
+        if too_long is not None:
+            return await self._by_a_person(request, too_long)
         action, why = await paced(evaluate_steps(self.rules, request, self.default))
         if request.is_question:
             if action == "deny":
@@ -129,6 +149,16 @@ class RulesPolicy:
         if opt is None:
             return PermissionDecision(option_id=None, policy=self.name, reason=f"{why}; no {action} option offered")
         return PermissionDecision(option_id=opt.option_id, policy=self.name, reason=f"{why} ({opt.kind})")
+
+    async def _by_a_person(self, request: PermissionRequest, why: str) -> PermissionDecision:
+        """A request no rule may decide: the person at the terminal, else
+        refused (an ``ask_fallback`` of ``allow`` is not used: it would allow
+        what a deny rule might have refused)."""
+        strict = copy.copy(self.ask)
+        if strict.fallback == "allow":
+            strict.fallback = "deny"
+        decision = await strict.decide(request)
+        return PermissionDecision(option_id=decision.option_id, policy=self.name, reason=f"{why}; {decision.reason}")
 
 
 @hookimpl

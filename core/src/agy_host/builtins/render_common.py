@@ -2,7 +2,9 @@
 
 Both renderers must say the same things (a script reading the plain output
 and a person watching the rich one see the same facts), so the wording of
-usage, durations, tool labels and edit labels lives here once.
+usage, durations, tool labels and edit labels lives here once. What the
+agent chose the length of (titles, names, reasons) is clipped
+(:func:`~agy_host.contract.rendering.clip`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,16 @@ from typing import Any
 
 import msgspec
 
-from agy_host.contract.events import AgentCommand, PlanEntry, StopReason, ToolCard, TurnEnded, UsageCounts
+from agy_host.contract.events import (
+    AgentCommand,
+    PlanEntry,
+    QuestionAnswered,
+    StopReason,
+    ToolCard,
+    TurnEnded,
+    UsageCounts,
+)
+from agy_host.contract.rendering import SHOWN_LONG_CHARS, clip
 
 NO_USAGE = "usage not reported by this agent"
 #: Said by both renderers when a turn ran on the sandbox agent, so nobody takes its echo for an answer.
@@ -115,7 +126,13 @@ def stop_word(stop: StopReason) -> str:
 
 
 def tool_label(card: ToolCard) -> str:
-    return card.title or card.name or card.call_id
+    """The card's title (else its name or id), clipped: the agent chose its length."""
+    return clip(card.title or card.name or card.call_id)
+
+
+def question_how(event: QuestionAnswered) -> str:
+    """Who answered a question and why, clipped (the reason may quote the agent)."""
+    return clip(event.by + (f": {event.reason}" if event.reason else ""), SHOWN_LONG_CHARS)
 
 
 def card_face(card: ToolCard) -> tuple[str, str]:
@@ -154,7 +171,7 @@ def short_path(path: str, cwd: str) -> str:
 def edit_label(card: ToolCard, cwd: str) -> str:
     """``[edit: src/app.py]``, what an edit shows without a diff."""
     path = edit_path(card)
-    return f"[edit: {short_path(path, cwd) if path else tool_label(card)}]"
+    return f"[edit: {clip(short_path(path, cwd)) if path else tool_label(card)}]"
 
 
 def args_preview(args: dict[str, Any], limit: int = 80) -> str:
@@ -190,7 +207,7 @@ def plan_progress(entries: list[PlanEntry]) -> str:
 
 def plan_step(entry: PlanEntry) -> str:
     """A step's text on one line: a checklist line per step, whatever the agent wrote."""
-    return " ".join(entry.content.split())
+    return clip(" ".join(entry.content.split()), SHOWN_LONG_CHARS)
 
 
 def plan_lines(entries: list[PlanEntry]) -> list[str]:
@@ -200,12 +217,12 @@ def plan_lines(entries: list[PlanEntry]) -> list[str]:
 
 def command_usage(command: AgentCommand) -> str:
     """``/compact <instructions>``: how the command is typed."""
-    return f"/{command.name}" + (f" <{command.input_hint}>" if command.input_hint else "")
+    return clip(f"/{command.name}" + (f" <{command.input_hint}>" if command.input_hint else ""))
 
 
 def command_line(command: AgentCommand) -> str:
     """``/compact <instructions>  Compact the conversation``."""
-    return command_usage(command) + (f"  {command.description}" if command.description else "")
+    return command_usage(command) + (f"  {clip(command.description)}" if command.description else "")
 
 
 def command_names(commands: list[AgentCommand]) -> str:
@@ -230,6 +247,7 @@ __all__ = [
     "plan_lines",
     "plan_progress",
     "plan_step",
+    "question_how",
     "short_path",
     "stop_word",
     "tool_label",

@@ -14,6 +14,7 @@ reason repeats its own name must not read ``auto: auto: allow_once``.
 from __future__ import annotations
 
 from agy_host.contract.events import HostEvent, PermissionAnswered, TurnEnded, TurnStarted
+from agy_host.contract.rendering import SHOWN_LONG_CHARS, clip, clip_quoted
 from agy_host.exit_codes import ExitCode
 
 #: Refused requests named on the closing line; the rest are counted.
@@ -22,12 +23,13 @@ NAMED = 3
 
 def decided_by(policy: str, reason: str) -> str:
     """``policy: reason`` as the renderers show who decided and why, never
-    saying the policy twice (a reason that starts with its policy's name)."""
+    saying the policy twice (a reason that starts with its policy's name),
+    clipped (:func:`~agy_host.contract.rendering.clip`: a reason may quote the agent)."""
     if not reason:
         return policy
     if policy and reason.startswith(f"{policy}: "):
         reason = reason[len(policy) + 2 :]
-    return f"{policy}: {reason}" if policy else reason
+    return clip(f"{policy}: {reason}" if policy else reason, SHOWN_LONG_CHARS)
 
 
 def is_refused(event: PermissionAnswered) -> bool:
@@ -61,7 +63,7 @@ class Refusals:
     def note(self, event: PermissionAnswered) -> None:
         if is_refused(event):
             what = "question" if event.is_question else "permission"
-            self._refused.append((f"{what} {event.title!r}", decided_by(event.policy, event.reason)))
+            self._refused.append((f"{what} {clip_quoted(event.title)}", decided_by(event.policy, event.reason)))
 
     def why_exit(self, ended: TurnEnded) -> str:
         """What was refused or left unanswered, when the turn exits 5 (the
@@ -69,7 +71,7 @@ class Refusals:
         if ended.exit_code != ExitCode.PERMISSION_DENIED:
             return ""
         if ended.error:
-            return ended.error
+            return clip(ended.error, SHOWN_LONG_CHARS)
         if len(self._refused) == 1:
             [(what, why)] = self._refused
             return f"{what} was refused ({why})"

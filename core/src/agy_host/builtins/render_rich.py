@@ -45,6 +45,7 @@ from agy_host.builtins.render_common import (
     one_line,
     plan_progress,
     plan_step,
+    question_how,
     stop_word,
     tool_label,
     usage_text,
@@ -67,7 +68,7 @@ from agy_host.contract.events import (
     TurnEnded,
     TurnStarted,
 )
-from agy_host.contract.rendering import RenderOptions
+from agy_host.contract.rendering import SHOWN_LONG_CHARS, RenderOptions, clip
 from agy_host.service.terminal_queue import QUEUE
 
 if TYPE_CHECKING:
@@ -373,22 +374,21 @@ class RichRenderer:
             case QuestionAnswered():
                 ok = event.action == "accept"
                 style = "green" if ok else ("red" if event.unanswered else "yellow")
-                how = event.by + (f": {event.reason}" if event.reason else "")
                 self._line(
                     self._styled(
                         ("  ? ", "yellow"),
                         ("question: ", "yellow"),
-                        (f"{event.origin}: " if event.origin else "", "dim"),
-                        (event.message, ""),
+                        (f"{clip(event.origin)}: " if event.origin else "", "dim"),
+                        (clip(event.message), ""),
                         (" → ", "dim"),
                         (("unanswered, " if event.unanswered else "") + event.action, style),
-                        (f" · {how}", "dim"),
+                        (f" · {question_how(event)}", "dim"),
                     ),
                     wrap=True,
                 )
             case Notice():
                 icon, style = _NOTICE.get(event.level, ("•", ""))
-                self._line(self._styled((f"{icon} {event.message}", style)), wrap=True)
+                self._line(self._styled((f"{icon} {clip(event.message, SHOWN_LONG_CHARS)}", style)), wrap=True)
             case PlanUpdated():
                 self._show_plan(event.entries)
             case CommandsUpdated():
@@ -400,7 +400,9 @@ class RichRenderer:
             case ToolUseRequested():
                 preview = args_preview(event.args)
                 self._line(
-                    self._styled(("  ⇄ ", "cyan"), ("host    ", "cyan"), (event.name, "bold"), (f" {preview}", "dim"))
+                    self._styled(
+                        ("  ⇄ ", "cyan"), ("host    ", "cyan"), (clip(event.name), "bold"), (f" {preview}", "dim")
+                    )
                 )
             case TurnEnded():
                 self._ended(event)
@@ -420,9 +422,9 @@ class RichRenderer:
             self._styled(
                 ("  ? ", "yellow"),
                 (f"{what}: ", "yellow"),
-                (event.title, ""),
+                (clip(event.title), ""),
                 (" → ", "dim"),
-                (answer, "red" if refused else "green"),
+                (clip(answer), "red" if refused else "green"),
                 (reason, "dim"),
             ),
             wrap=True,
@@ -446,7 +448,7 @@ class RichRenderer:
         if why:
             self._line(self._styled((f"✗ exit {event.exit_code}: {why}", "red")), wrap=True)
         elif event.error:
-            self._line(self._styled((f"✗ {event.error}", "red")), wrap=True)
+            self._line(self._styled((f"✗ {clip(event.error, SHOWN_LONG_CHARS)}", "red")), wrap=True)
         cumulative = self._tally.add(event)
         word, style = stop_word(event.stop_reason), _STOP_STYLES.get(event.stop_reason, "")
         if why:

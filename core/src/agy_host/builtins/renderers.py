@@ -30,6 +30,7 @@ from agy_host.builtins.render_common import (
     is_edit,
     plan_lines,
     plan_progress,
+    question_how,
     tool_label,
     usage_text,
     words,
@@ -51,7 +52,7 @@ from agy_host.contract.events import (
     TurnEnded,
     TurnStarted,
 )
-from agy_host.contract.rendering import Renderer, RendererFactory, RenderOptions
+from agy_host.contract.rendering import SHOWN_LONG_CHARS, Renderer, RendererFactory, RenderOptions, clip
 
 
 def permission_line(event: PermissionAnswered) -> str:
@@ -60,16 +61,15 @@ def permission_line(event: PermissionAnswered) -> str:
     for option in event.options:
         if option.option_id == event.selected and option.name and option.name != event.selected:
             answer = f"{event.selected} ({option.name})"
-    return f"[{what}] {event.title} -> {answer} ({decided_by(event.policy, event.reason)})"
+    return f"[{what}] {clip(event.title)} -> {clip(answer)} ({decided_by(event.policy, event.reason)})"
 
 
 def question_line(event: QuestionAnswered) -> str:
     """``[question] MESSAGE -> accept (answers rule 1)``; unanswered ones say why."""
-    who = f"{event.origin}: " if event.origin else ""
-    fields = f" [{', '.join(event.fields)}]" if event.fields else ""
-    how = event.by + (f": {event.reason}" if event.reason else "")
+    who = f"{clip(event.origin)}: " if event.origin else ""
+    fields = f" [{clip(', '.join(event.fields))}]" if event.fields else ""
     marker = "UNANSWERED, " if event.unanswered else ""
-    return f"[question] {who}{event.message} -> {marker}{event.action}{fields} ({how})"
+    return f"[question] {who}{clip(event.message)} -> {marker}{event.action}{fields} ({question_how(event)})"
 
 
 def same_terminal(a: IO[str], b: IO[str]) -> bool:
@@ -168,7 +168,7 @@ class TextRenderer:
             details.append(fmt_duration(card.duration_s))
         if card.status != "started" and card.kind != "other":
             details.append(card.kind)
-        extra = f": {card.error}" if card.error else ""
+        extra = f": {clip(card.error, SHOWN_LONG_CHARS)}" if card.error else ""
         self._side(f"[tool] {tool_label(card)} ({', '.join(details)}){extra}")
         if card.status == "done" and is_edit(card):
             diff = self.diffs.render(card) if self.diffs is not None else None
@@ -200,7 +200,7 @@ class TextRenderer:
             case QuestionAnswered():
                 self._side(question_line(event))
             case Notice():
-                self._side(f"[{event.level}] {event.message}")
+                self._side(f"[{event.level}] {clip(event.message, SHOWN_LONG_CHARS)}")
             case PlanUpdated():
                 self._show_plan(event.entries)
             case CommandsUpdated():
@@ -214,14 +214,14 @@ class TextRenderer:
                     self._side(f"[info] {SANDBOX_NOTICE}")
             case ToolUseRequested():
                 preview = args_preview(event.args)
-                self._side(f"[host tool] {event.name} (parked){' ' + preview if preview else ''}")
+                self._side(f"[host tool] {clip(event.name)} (parked){' ' + preview if preview else ''}")
             case TurnEnded():
                 self._end_answer()
                 why = self._refusals.why_exit(event)
                 if why:
                     self._side(f"[exit {event.exit_code}] {why}")
                 elif event.error:
-                    self._side(f"[error] {event.error}")
+                    self._side(f"[error] {clip(event.error, SHOWN_LONG_CHARS)}")
                 cumulative = self._tally.add(event)
                 total = f"; cumulative: {usage_text(cumulative)}" if cumulative is not None else ""
                 session = f"; session: {self._session}" if self._session else ""
@@ -334,6 +334,7 @@ __all__ = [
     "Renderer",
     "TextRenderer",
     "permission_line",
+    "question_line",
     "rich_renderer",
     "text_renderer",
     "wants_rich",

@@ -64,7 +64,9 @@ def print_report(report: AskReport, fmt: str, *, why: str = "") -> None:
     if report.conversation_id:
         parts.append(f"conversation {report.conversation_id}")
     if report.error:
-        parts.append(f"error: {report.error}")
+        from agy_host.contract.rendering import SHOWN_LONG_CHARS, clip
+
+        parts.append(f"error: {clip(report.error, SHOWN_LONG_CHARS)}")
     elif why:
         parts.append(f"exit {report.exit_code}: {why}")
     if report.resume:

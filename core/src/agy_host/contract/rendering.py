@@ -70,4 +70,37 @@ class Renderer(Protocol):
 
 RendererFactory = Callable[[RenderOptions], Renderer]
 
-__all__ = ["DiffSource", "RenderOptions", "Renderer", "RendererFactory"]
+#: The most characters of a short string from the agent (a title, a name, a question) a line shows.
+SHOWN_CHARS = 300
+#: The same for a longer one (an error, a reason, a notice; a title in a prompt, to decide on).
+SHOWN_LONG_CHARS = 4000
+
+
+def clip(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``text`` as a line for a person shows it: whole when it fits in
+    ``limit`` characters, else its start, an ellipsis and its full length
+    (``aaa… (400,000 characters)``). An agent decides how long its titles
+    and messages are (up to the 64 MiB line limit), and a 400 KB title used
+    to fill the terminal twice; ``--format json`` keeps every value whole."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}… ({len(text):,} characters)"
+
+
+def clip_quoted(text: str, limit: int = SHOWN_CHARS) -> str:
+    """``repr(text)``, clipped as :func:`clip` does, the length outside the quotes."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"
+
+
+__all__ = [
+    "SHOWN_CHARS",
+    "SHOWN_LONG_CHARS",
+    "DiffSource",
+    "RenderOptions",
+    "Renderer",
+    "RendererFactory",
+    "clip",
+    "clip_quoted",
+]

@@ -13,6 +13,11 @@ request, a host tool, a harness step) is checked here, in this order:
 4. otherwise the permission policy decides (a permission request), or the
    call runs (a host tool, a harness step: nothing asked about them before).
 
+A tool whose name or kind is too long for the lists to match
+(:meth:`~agy_host.service.tool_lists.ToolLists.unmatchable`) is allowed by
+no list, and refused outright where ``disallowed_tools`` has patterns (one
+might have named it).
+
 The program's hook is bounded by ``turn.permission_timeout_seconds`` and
 always answered: one that runs past it, raises or returns another type is a
 denial naming it (fail closed), never an allow.
@@ -33,6 +38,7 @@ import msgspec
 
 from agy_host.contract.events import Notice
 from agy_host.contract.permissions import PermissionDecision, choose_allow, choose_reject
+from agy_host.contract.rendering import clip_quoted
 from agy_host.contract.tool_calls import ToolCall, ToolVerdict
 from agy_host.contract.tools import ToolResult
 from agy_host.service.tool_lists import ALLOWED, DISALLOWED, ToolLists
@@ -82,7 +88,11 @@ class ToolGate:
 
     async def _decide(self, call: ToolCall) -> ToolVerdict:
         lists = self._lists()
-        found = lists.match(call.name, call.kind)
+        too_long = lists.unmatchable(call.name, call.kind)
+        if too_long is not None and lists.disallowed:
+            why = f"{clip_quoted(call.name)} refused: {too_long}, and a {DISALLOWED} pattern might name it"
+            return ToolVerdict(allow=False, reason=why, by=DISALLOWED)
+        found = None if too_long is not None else lists.match(call.name, call.kind)
         if found is not None and found.list == DISALLOWED:
             return ToolVerdict(allow=False, reason=found.reason(call.name, call.kind), by=DISALLOWED)
         before = self._before()

@@ -44,6 +44,7 @@ from agy_host.contract.events import (
     UsageCounts,
     UsageReport,
 )
+from agy_host.contract.rendering import clip_quoted
 from agy_host.engine.driver import TurnHandle
 from agy_host.runtime.budget import Budget
 from agy_host.runtime.store import SessionBinding
@@ -157,7 +158,8 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
             turn.permission_requests += 1
             if refused(activity):
                 turn.permissions_refused += 1
-            asked = repr(activity.title) if activity.is_question else f"permission for {activity.title!r}"
+            title = clip_quoted(activity.title)  # the turn's error quotes it: the agent chose its length
+            asked = title if activity.is_question else f"permission for {title}"
             if activity.selected is None and activity.reason:
                 turn.permissions_cancelled.append((asked, activity.reason))
             if refused(activity) and is_unattended(activity.reason):
@@ -308,11 +310,13 @@ def closed_error(turn: TurnState) -> str:
     (:mod:`agy_host.service.unattended`: nobody chose that refusal); some of
     them cancelled, say the cancels' reasons (a policy or permission callback
     that raised, timed out, or answered wrongly). A turn whose refusals were
-    all deliberate has no error."""
+    all deliberate has no error. What the agent asked is quoted clipped
+    (:func:`~agy_host.contract.rendering.clip_quoted`): a 400 KB title made
+    a 400 KB error."""
     if turn.unanswered:
         questions = turn.unanswered[:3]
         said = [turn.unanswered_why[m] for m in questions if m in turn.unanswered_why]
-        quoted = "; ".join(repr(m) for m in questions)
+        quoted = "; ".join(clip_quoted(m) for m in questions)
         if not said:
             return f"the agent asked {quoted} and nobody answered (give an --answers rule, or run where you can answer)"
         verb = "nobody answered" if all(by in ("", "host") for by, _ in said) else "got no answer"

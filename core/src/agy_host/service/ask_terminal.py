@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from agy_host.contract.interactions import Answer, FormField, Question
+from agy_host.contract.rendering import SHOWN_LONG_CHARS, clip
 from agy_host.service.form_check import field_value
 from agy_host.service.terminal import MAX_ATTEMPTS, SKIPPED, Terminal, choose, deadline_note, open_terminal
 from agy_host.service.terminal_queue import asker
@@ -29,19 +30,19 @@ async def ask_on_terminal(env: Mapping[str, str], question: Question, bound_s: f
     none. ``bound_s`` is how long the agent waits (said in the header)."""
     who = asker(question.session, question.origin)
     async with open_terminal(env, who) as term:
-        where = f" (tool {question.tool})" if question.tool else ""
+        where = f" (tool {clip(question.tool)})" if question.tool else ""
         head = f"\nagy-host: {who} asks{where}:\n{term.waiting_note()}{deadline_note(bound_s)}"
-        await term.write(f"{head}  {question.message}\n")
+        await term.write(f"{head}  {clip(question.message, SHOWN_LONG_CHARS)}\n")
         if question.kind == "form":
             return await _form(term, question.fields)
         if question.kind == "url":
-            await term.write(f"  open: {question.url}\n")
+            await term.write(f"  open: {clip(question.url, SHOWN_LONG_CHARS)}\n")
             reply = await _line(term, "  press Enter when done there, or n to decline: ")
             if reply is None:
                 return Answer(action="cancel", by="terminal", reason="the user did not answer")
             return Answer(action="decline" if reply.lower() in {"n", "no"} else "accept", by="terminal")
         if question.kind == "choice":
-            await term.write("".join(f"    {i}) {c}\n" for i, c in enumerate(question.choices, 1)))
+            await term.write("".join(f"    {i}) {clip(c)}\n" for i, c in enumerate(question.choices, 1)))
             index = await choose(term, question.choices, prompt=f"  answer [1-{len(question.choices)}, 0 for none]: ")
             if index is None:
                 return Answer(action="cancel", by="terminal", reason="the user did not answer")
@@ -73,7 +74,7 @@ _STOP = object()
 
 
 async def _field(term: Terminal, field: FormField) -> Any:
-    label = field.title or field.name
+    label = clip(field.title or field.name)
     if field.choices and field.type != "array":
         return await _choice(term, field, label)
     hints = [field.type]
@@ -82,7 +83,7 @@ async def _field(term: Terminal, field: FormField) -> Any:
     if field.default is not None:
         hints.append(f"default {field.default}")
     if field.choices:
-        hints.append("comma-separated: " + ", ".join(field.choices))
+        hints.append(clip("comma-separated: " + ", ".join(field.choices), SHOWN_LONG_CHARS))
     for _ in range(MAX_ATTEMPTS):
         reply = await _line(term, f"  {label} ({'; '.join(hints)}): ")
         if reply is None:
@@ -107,7 +108,7 @@ async def _choice(term: Terminal, field: FormField, label: str) -> Any:
     """One of an enum field's values, by number. Enter takes the default,
     or leaves an optional field unset; ``0`` stops the whole form, and the
     prompt says both (Enter used to be refused, and ``0`` said nothing)."""
-    listed = ", ".join(f"{i}) {c}" for i, c in enumerate(field.choices, 1))
+    listed = clip(", ".join(f"{i}) {clip(c)}" for i, c in enumerate(field.choices, 1)), SHOWN_LONG_CHARS)
     enter = "" if field.required else "Enter to skip"
     if field.default is not None:
         enter = f"Enter for {field.default}"

@@ -20,6 +20,11 @@ A form's answer, whoever gave it, must fit the form's schema, or it is not
 sent: the question is unanswered, with the reason
 (:mod:`agy_host.service.form_check`).
 
+A question whose text, kind, tool or a field's name is longer than rules are
+matched against (:data:`~agy_host.service.globs.MAX_MATCHED_CHARS`) is
+answered by no rule: the program or the person answers it, else it is
+unanswered, the reason naming the cap.
+
 The bound (``turn.permission_timeout_seconds``) and the cancel on abort are
 the engine's, as for permissions (:meth:`agy_host.engine.turn.EngineTurn.ask`).
 """
@@ -35,7 +40,7 @@ from agy_host.contract.interactions import Answer, Question, QuestionAsker
 from agy_host.contract.permissions import PermissionDecision, PermissionPolicy, PermissionRequest
 from agy_host.service.answer_rules import AnswersFileError, answer_from_rules, answer_steps, load_answers
 from agy_host.service.form_check import checked
-from agy_host.service.globs import GlobError, glob_match, globs, paced
+from agy_host.service.globs import GlobError, glob_match, globs, paced, unmatchable
 from agy_host.service.remembered import RememberedAnswers
 
 if TYPE_CHECKING:
@@ -79,12 +84,20 @@ class InteractionBroker:
     async def _answer(self, question: Question, *, terminal: bool) -> Answer:
         from agy_host.service.terminal import NoTerminal
 
-        try:
-            found = await paced(answer_steps(self._rules(), question))
-        except GlobError as exc:  # a list changed after it was checked (a program's)
-            return _nobody(f"the answer rules cannot be used: {exc}")
-        if found is not None:
-            return found
+        unmatched = "no answer rule matched (see --answers)"
+        longest_field = max((f.name for f in question.fields), key=len, default="")
+        too_long = unmatchable(
+            {"text": question.message, "kind": question.kind, "tool": question.tool, "field name": longest_field}
+        )
+        if too_long is not None:
+            unmatched = f"no answer rule answers it: {too_long}"
+        else:
+            try:
+                found = await paced(answer_steps(self._rules(), question))
+            except GlobError as exc:  # a list changed after it was checked (a program's)
+                return _nobody(f"the answer rules cannot be used: {exc}")
+            if found is not None:
+                return found
         if self.callback is not None:
             try:
                 given: object = await self.callback(question)
@@ -100,13 +113,13 @@ class InteractionBroker:
                 )
             return _nobody(f"the question callback returned {type(given).__name__}, not an Answer")
         if not terminal:
-            return _nobody("no answer rule matched (see --answers)")
+            return _nobody(unmatched)
         try:
             from agy_host.service.ask_terminal import ask_on_terminal
 
             return await ask_on_terminal(self.env, question, self._bound_s())
         except NoTerminal as exc:
-            return _nobody(f"no answer rule matched (see --answers) and {exc}")
+            return _nobody(f"{unmatched} and {exc}")
 
     async def decide(self, request: PermissionRequest) -> PermissionDecision:
         """Answer one permission request; never raises (except trio's own

@@ -138,8 +138,10 @@ QUEUE = TerminalQueue()
 
 def asker(session: str, origin: str = "") -> str:
     """How an asker is named to the person: the session, and who in it asks."""
+    from agy_host.contract.rendering import clip
+
     name = f"session {session!r}" if session else "the agent"
-    return f"{name}, {origin}" if origin else name
+    return f"{name}, {clip(origin)}" if origin else name  # the agent names who asks
 
 
 def waiting_note(waiting: list[str]) -> str:

@@ -14,6 +14,11 @@ from, so a refusal names the list, the pattern and its source. A tool that
 a ``disallowed_tools`` pattern matches is denied, whatever else says so; one
 that an ``allowed_tools`` pattern matches is allowed without asking the
 permission policy. Neither: the policy decides.
+
+A name or kind longer than globs are matched against
+(:data:`~agy_host.service.globs.MAX_MATCHED_CHARS`) is matched by no
+pattern (:meth:`ToolLists.unmatchable`): ``allowed_tools`` never allows it,
+and where ``disallowed_tools`` has patterns the tool gate refuses it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from collections.abc import Sequence
 import msgspec
 
 from agy_host.contract.tool_calls import ListEntry as Entry
-from agy_host.service.globs import GlobError, check_rules, field_matcher
+from agy_host.service.globs import GlobError, TooLongToMatch, check_rules, field_matcher, unmatchable
 
 #: The prefix of a pattern over kinds rather than names.
 KIND = "kind:"
@@ -69,10 +74,19 @@ class ToolLists:
                 return str(exc)
         return None
 
+    def unmatchable(self, name: str, kind: str) -> str | None:
+        """Why no pattern may decide about this tool (its name or kind is too
+        long to match), or ``None``."""
+        return unmatchable({"name": name, "kind": kind}) if self.active else None
+
     def match(self, name: str, kind: str) -> Match | None:
         """The pattern that decides about a tool: a ``disallowed_tools`` one
         first (it wins), then an ``allowed_tools`` one; ``None``: neither list
-        names it."""
+        names it. A tool :meth:`unmatchable` refuses raises
+        :class:`~agy_host.service.globs.TooLongToMatch` (never a silent "no match")."""
+        too_long = self.unmatchable(name, kind)
+        if too_long is not None:
+            raise TooLongToMatch(too_long)
         for list_name, entries in ((DISALLOWED, self.disallowed), (ALLOWED, self.allowed)):
             for entry in entries:
                 if _matches(entry.pattern, name, kind):
