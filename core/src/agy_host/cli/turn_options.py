@@ -81,7 +81,8 @@ Permissions = Annotated[
     str | None,
     typer.Option(
         "--permissions",
-        help="Permission policy: auto, deny, ask, rules, or a plugin's; "
+        help="Permission policy: auto, deny, ask, rules, or a plugin's. Default: ask at a terminal; "
+        "with nobody to ask (a script, CI), a request is refused and the turn exits 5. "
         "skip: the agent runs its tools without asking (and auto answers what it still asks).",
         metavar="POLICY",
     ),
