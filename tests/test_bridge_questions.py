@@ -126,3 +126,43 @@ async def test_the_bridge_offers_the_new_name_and_the_alias(tmp_path: Path) -> N
     tools = {t.name: t for t in Plugins({}).tools()}
     assert tools["agy_host_ask_user"].asks_user and tools["ask_user"].asks_user
     assert "prefer agy_host_ask_user" in tools["ask_user"].description
+
+
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@pytest.mark.parametrize("agent", sorted(TITLES))
+def test_a_programs_own_tool_is_allowed_without_the_policy_and_the_lists_still_rule(tmp_path: Path, agent: str) -> None:
+    """Agents ask permission before every MCP tool; for a function the
+    program passed as ``tools=`` the program's offer is its consent, so the
+    fail-closed default (no ``permissions=``) does not refuse it. The tool
+    lists still do."""
+    call = {"toolCallId": "call-1", "title": TITLES[agent].format(tool="add"), "kind": "other", "status": "pending"}
+    scenario = {
+        "prompt": [
+            {
+                "permission": {
+                    "tool_call": call,
+                    "branches": {
+                        "allow": [{"mcp_call": {"tool": "add", "arguments": {"a": 40, "b": 2}}}],
+                        "reject": [{"chunk": "REFUSED"}],
+                    },
+                }
+            },
+            {"stop": "end_turn"},
+        ]
+    }
+    cwd = tmp_path / "project"
+    cwd.mkdir()
+    env = isolated_env(tmp_path / "home", AGY_HOST_TTY="none")
+
+    def turn(**kw: Any) -> Any:
+        agent_cmd = fake_acp_agent_command(scenario, workdir=tmp_path / "agents")
+        return agy_host.run("sum", agent=agent_cmd.command_line, env=env, cwd=cwd, tools=[add], **kw)
+
+    allowed = turn()
+    assert allowed.exit_code == 0 and "tool result: 42" in allowed.response, allowed
+    refused = turn(disallowed_tools=["*add*"])  # the lists match the agent's own name for the call
+    assert refused.exit_code == 5 and "REFUSED" in refused.response, refused

@@ -44,10 +44,13 @@ class _PythonPlugin:
     name = "python-api"
 
     def __init__(self, tools: Sequence[Any], permission: PermissionCallback | None, program: ProgramLoop) -> None:
+        import msgspec
+
         from agy_host.api._callbacks import CallbackPolicy
         from agy_host.runtime.python_tools import tool_from_function
 
-        self.tools = [tool_from_function(fn, run=program.call) for fn in tools]
+        made = [tool_from_function(fn, run=program.call) for fn in tools]
+        self.tools = [msgspec.structs.replace(tool, offered_by_program=True) for tool in made]
         names = [t.name for t in self.tools]
         duplicated = sorted({n for n in names if names.count(n) > 1})
         if duplicated:

@@ -49,6 +49,11 @@ class HostTool(msgspec.Struct, kw_only=True):
     #: call it is allowed without the permission policy, which judges what
     #: tools do, not questions (:mod:`agy_host.service.tool_names`).
     asks_user: bool = False
+    #: The program passed it itself (``tools=`` in the Python API): an
+    #: agent's permission request to call it is allowed without the policy,
+    #: since the program offering the function is its consent; the tool
+    #: lists and ``before_tool`` can still refuse it.
+    offered_by_program: bool = False
 
 
 __all__ = ["HostTool", "ToolCallable", "ToolResult"]

@@ -395,14 +395,20 @@ class Host:
         A request to call a host tool that only asks the user (the bridge's
         question tool) is allowed without the policy: the question goes to
         the question broker when the tool runs. The tool gate (the tool
-        lists, a program's ``before_tool``) answers next when it has an answer."""
-        from agy_host.service.tool_names import question_tool_decision
+        lists, a program's ``before_tool``) answers next when it has an
+        answer; then a request to call one of the program's own tools
+        (``tools=``) is allowed, the program having offered it."""
+        from agy_host.service.tool_names import program_tool_decision, question_tool_decision
 
-        asking = question_tool_decision(request, self.plugins.tools())
+        tools = self.plugins.tools()
+        asking = question_tool_decision(request, tools)
         if asking is not None:
             return asking
         gated = await self.tool_gate.permission(request)
-        return gated if gated is not None else await self.broker.decide(request)
+        if gated is not None:
+            return gated
+        own = program_tool_decision(request, tools)  # after the gate: the lists and before_tool can refuse it
+        return own if own is not None else await self.broker.decide(request)
 
     # -- the tool gate -------------------------------------------------------------------
 

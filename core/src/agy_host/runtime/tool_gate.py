@@ -149,9 +149,13 @@ class ToolGate:
 
 
 def permission_call(request: PermissionRequest) -> ToolCall:
-    """A permission request as the gate sees it."""
+    """A permission request as the gate sees it. Its name is the agent's
+    tool name, or its title when the engine knew no name but the call's kind
+    (the Gemini CLI's ``add (agy-host-bridge MCP Server)``): a list must be
+    able to name the call, and a kind is matched with ``kind:`` already."""
+    named = request.tool_name if request.tool_name and request.tool_name != request.tool_kind else ""
     return ToolCall(
-        name=request.tool_name or request.title,
+        name=named or request.title or request.tool_name,
         kind=request.tool_kind,
         title=request.title,
         input=dict(request.args),

@@ -11,6 +11,9 @@ host can tell
   for the user and not a tool permission: it is allowed without the
   permission policy, and the question goes to the question broker
   (:func:`question_tool_decision`);
+* a permission request for one of the program's own tools (``tools=``),
+  which the program consented to by offering it
+  (:func:`program_tool_decision`);
 * a host tool the agent reports as failed after the host answered it (the
   agent's MCP client refused the result): the turn says so.
 
@@ -31,6 +34,8 @@ from agy_host.contract.tools import HostTool
 AGY_HOST_MARK = re.compile(r"agy[-_]host", re.IGNORECASE)
 #: The policy name a question tool's permission request is answered under.
 QUESTION_POLICY = "question"
+#: The policy name a request to call one of the program's own tools is answered under.
+PROGRAM_POLICY = "program"
 
 
 def names_tool(text: str, name: str) -> bool:
@@ -73,4 +78,31 @@ def question_tool_decision(request: PermissionRequest, tools: Iterable[HostTool]
     )
 
 
-__all__ = ["AGY_HOST_MARK", "QUESTION_POLICY", "named_tool", "names_tool", "question_tool_decision"]
+def program_tool_decision(request: PermissionRequest, tools: Iterable[HostTool]) -> PermissionDecision | None:
+    """An agent asks permission to call one of the program's own tools
+    (:attr:`HostTool.offered_by_program`: a Python function passed as
+    ``tools=``): allowed once, without the policy, because the program
+    offering the function is its consent (the Gemini CLI asks before every
+    MCP tool, so under the fail-closed default a program's own ``add`` was
+    refused). ``None`` for any other request, and when nothing allows."""
+    offered = [t.name for t in tools if t.offered_by_program]
+    name = named_tool((request.title, request.tool_name), offered) if offered else None
+    option = choose_allow(request.options) if name is not None else None
+    if option is None:
+        return None
+    return PermissionDecision(
+        option_id=option.option_id,
+        policy=PROGRAM_POLICY,
+        reason=f"{name} is one of the program's own tools (tools=): offering it is the program's consent",
+    )
+
+
+__all__ = [
+    "AGY_HOST_MARK",
+    "PROGRAM_POLICY",
+    "QUESTION_POLICY",
+    "named_tool",
+    "names_tool",
+    "program_tool_decision",
+    "question_tool_decision",
+]
