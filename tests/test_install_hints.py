@@ -101,8 +101,9 @@ def test_the_built_hints_name_the_clones_folders_or_both_forms(tmp_path: Path) -
     here = install_hint("agy-host", "agy-host-harness")
     assert here == f"`pip install {REPO / 'core'} {REPO / 'plugins' / 'harness_engine'}`"
     elsewhere = install_hint("agy-host-harness", here=False)
-    assert (
-        elsewhere == "`pip install agy-host-harness` (from a clone of agy-host: `pip install ./plugins/harness_engine`)"
+    assert elsewhere == (
+        "`pip install ./plugins/harness_engine` from a clone of agy-host"
+        " (or `pip install agy-host-harness` from an index that has it)"
     )
     for name, dist in ENGINE_DISTS.items():
         said = engine_hint(name)

@@ -8,7 +8,8 @@ only works where an index serves it. A message that says how to install one
 :func:`install_hint`: when this agy-host runs from a clone (its ``core/src``
 next to a ``plugins/`` folder: an editable install, or ``PYTHONPATH``), the
 clone's own folders, as absolute paths that work from any directory;
-otherwise the distribution name, and the folder to use in a clone.
+otherwise the folder to use in a clone first (no public index serves these
+distributions yet), then the distribution name.
 
 ``tests/test_install_hints.py`` finds every install hint in the code and the
 docs and checks that each names folders this repository has (or both forms).
@@ -58,7 +59,9 @@ def install_hint(*dists: str, root: Path | None = None, here: bool = True) -> st
     if clone is not None:
         return f"`pip install {shlex.join(str(clone / FOLDERS[d]) for d in dists)}`"
     folders = " ".join(f"./{FOLDERS[d]}" for d in dists)
-    return f"`pip install {' '.join(dists)}` (from a clone of agy-host: `pip install {folders}`)"
+    # The folder form first: no public index serves these distributions yet.
+    names = " ".join(dists)
+    return f"`pip install {folders}` from a clone of agy-host (or `pip install {names}` from an index that has it)"
 
 
 __all__ = ["ENGINE_DISTS", "FOLDERS", "checkout", "engine_hint", "install_hint"]
