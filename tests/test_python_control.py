@@ -125,3 +125,18 @@ def test_usage_adds_token_counts_and_costs_and_keeps_the_latest_context() -> Non
         input_tokens=12, output_tokens=1, context_used=180, context_size=1000, cost_amount=0.75, cost_currency="USD"
     )
     assert add_usage(total, None) is total
+
+
+def test_a_warning_of_the_turn_reaches_the_agy_host_logger(home: Home, caplog: pytest.LogCaptureFixture) -> None:
+    """A program that only awaits ``s.run()`` never sees the events; the
+    warnings the CLI prints on stderr go to the ``agy_host`` logger."""
+    agent = home.agent({"prompt": [{"update": {"sessionUpdate": "mystery_update"}}, {"chunk": "ok"}]})
+
+    async def main() -> Any:
+        async with home.open(agent) as s:
+            return await s.run("go")
+
+    with caplog.at_level("WARNING", logger="agy_host"):
+        result = run_on("trio", main)
+    assert result.exit_code == 0, result
+    assert any("mystery_update" in r.getMessage() for r in caplog.records), caplog.records

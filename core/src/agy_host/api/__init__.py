@@ -22,6 +22,7 @@ Under asyncio the runtime runs as a trio guest on asyncio's loop (see
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ from agy_host.api.errors import (
     error_for,
 )
 from agy_host.api.status import SessionStatus, add_usage
+from agy_host.contract.events import Notice as _Notice
 
 if TYPE_CHECKING:
     from agy_host.api._callbacks import ProgramLoop
@@ -206,6 +208,12 @@ class Session:
         if current is not None:
             current._event(event)
             self._observers.saw(event)
+        if isinstance(event, _Notice) and event.level != "info":
+            # A program that only awaits s.run() never sees the events: what
+            # the CLI prints on stderr goes to the agy_host logger.
+            logging.getLogger("agy_host").log(
+                logging.ERROR if event.level == "error" else logging.WARNING, "%s", event.message
+            )
 
     @property
     def info(self) -> SessionStatus:
