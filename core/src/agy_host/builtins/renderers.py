@@ -122,9 +122,7 @@ class TextRenderer:
 
     def _side(self, line: str) -> None:
         if not self._at_line_start and self._one_screen():
-            self.out.write("\n")
-            self.out.flush()
-            self._at_line_start = True
+            self._end_answer()
         self.err.write(line + "\n")
         self.err.flush()
 

@@ -66,16 +66,11 @@ def question_tool_decision(request: PermissionRequest, tools: Iterable[HostTool]
     without the policy, since the question itself goes to the question
     broker (answer rules, ``on_question``, the terminal). ``None`` for any
     other request, and when the agent offers no way to allow."""
-    asking = [t.name for t in tools if t.asks_user]
-    name = named_tool((request.title, request.tool_name), asking) if asking else None
-    option = choose_allow(request.options) if name is not None else None
-    if option is None:
+    name = _requested(request, [t.name for t in tools if t.asks_user])
+    if name is None:
         return None
-    return PermissionDecision(
-        option_id=option.option_id,
-        policy=QUESTION_POLICY,
-        reason=f"{name} asks the user a question (answered by the question broker), not for a tool permission",
-    )
+    why = f"{name} asks the user a question (answered by the question broker), not for a tool permission"
+    return _allowed(request, QUESTION_POLICY, why)
 
 
 def program_tool_decision(request: PermissionRequest, tools: Iterable[HostTool]) -> PermissionDecision | None:
@@ -85,16 +80,25 @@ def program_tool_decision(request: PermissionRequest, tools: Iterable[HostTool])
     offering the function is its consent (the Gemini CLI asks before every
     MCP tool, so under the fail-closed default a program's own ``add`` was
     refused). ``None`` for any other request, and when nothing allows."""
-    offered = [t.name for t in tools if t.offered_by_program]
-    name = named_tool((request.title, request.tool_name), offered) if offered else None
-    option = choose_allow(request.options) if name is not None else None
-    if option is None:
+    name = _requested(request, [t.name for t in tools if t.offered_by_program])
+    if name is None:
         return None
-    return PermissionDecision(
-        option_id=option.option_id,
-        policy=PROGRAM_POLICY,
-        reason=f"{name} is one of the program's own tools (tools=): offering it is the program's consent",
+    return _allowed(
+        request,
+        PROGRAM_POLICY,
+        f"{name} is one of the program's own tools (tools=): offering it is the program's consent",
     )
+
+
+def _requested(request: PermissionRequest, names: list[str]) -> str | None:
+    """Which of ``names`` (host tools) the request is for, by the agent's title or tool name."""
+    return named_tool((request.title, request.tool_name), names) if names else None
+
+
+def _allowed(request: PermissionRequest, policy: str, reason: str) -> PermissionDecision | None:
+    """Allow once under ``policy``; ``None`` when the agent offers no way to allow."""
+    option = choose_allow(request.options)
+    return PermissionDecision(option_id=option.option_id, policy=policy, reason=reason) if option else None
 
 
 __all__ = [
