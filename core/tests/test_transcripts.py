@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from agy_host import hookimpl
+from agy_host.builtins import transcripts
 from agy_host.builtins.transcripts import (
+    SLICE_CHARS,
     TranscriptEntry,
     append_entries,
     read_transcript,
@@ -45,6 +47,47 @@ def test_a_torn_line_is_skipped_and_reported(agy_host_home: Any) -> None:
     warnings: list[str] = []
     assert [e.text for e in read_transcript("t", warn=warnings.append)] == ["kept"]
     assert len(warnings) == 1 and "t.jsonl:2" in warnings[0]
+
+
+def test_the_turn_after_a_torn_line_starts_on_a_line_of_its_own(agy_host_home: Any) -> None:
+    """A crash mid-write leaves a line without its newline: the next turn's
+    first line must not be glued to it (it would be unreadable too)."""
+    path = append_entries("t", [TranscriptEntry(v=1, ts="a", role="user", text="kept")])
+    with open(path, "ab") as fh:
+        fh.write(b'{"v":1,"ts":"b","role":"assis')
+    append_entries("t", [TranscriptEntry(v=1, ts="c", role="user", text="next")])
+    append_entries("t", [TranscriptEntry(v=1, ts="d", role="user", text="x" * (SLICE_CHARS + 1))])
+    with open(path, "ab") as fh:
+        fh.write(b'{"v":1,"ts":"e","ro')
+    append_entries("t", [TranscriptEntry(v=1, ts="f", role="user", text="y" * (SLICE_CHARS + 1))])
+    warnings: list[str] = []
+    assert [e.ts for e in read_transcript("t", warn=warnings.append)] == ["a", "c", "d", "f"]
+    assert len(warnings) == 2
+
+
+def test_a_long_answer_is_written_in_slices_and_reads_back_whole(
+    agy_host_home: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A 12 MB answer is not encoded into one 12 MB line (one more copy of it
+    at the turn's end): slices of about a mebibyte, escapes intact across them."""
+    piece = 'plain "quoted" \\ back\nslash \u00e9t\u00e9 \U0001f600 \x01 '
+    text = piece * (3 * SLICE_CHARS // len(piece))
+    entries = [
+        TranscriptEntry(v=1, ts="t", role="user", text="go"),
+        TranscriptEntry(v=1, ts="t", role="assistant", text=text, stop_reason="stop", duration_s=1.5),
+        TranscriptEntry(v=1, ts="t", role="tool", tool="t", args={"a": 1}),
+    ]
+    sizes: list[int] = []
+    real_write = transcripts.os.write
+
+    def write(fd: int, data: Any) -> int:
+        sizes.append(len(data))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(transcripts.os, "write", write)
+    append_entries("big", entries)
+    assert read_transcript("big") == entries
+    assert len(sizes) > 2 and max(sizes) < 3 * SLICE_CHARS, sizes
 
 
 def test_session_names_cannot_escape_the_directory() -> None:

@@ -12,7 +12,7 @@ from agy_host.contract.events import (
     TextActivity,
     ThoughtActivity,
 )
-from agy_host.engine.driver import TurnHandle
+from agy_host.engine.driver import MERGE_BELOW_CHARS, TurnHandle
 
 OK = OutcomeActivity(status="ok", stop_reason="stop")
 
@@ -152,3 +152,28 @@ def test_the_conversation_is_told_as_soon_as_known_once_per_id() -> None:
     late: list[str] = []
     h.on_conversation(late.append)  # a listener after the fact hears the current one
     assert (heard, late, h.conversation_id) == (["c1", "c2"], ["c2"], "c2")
+
+
+async def test_long_deltas_reach_the_consumer_as_the_engine_made_them() -> None:
+    """A batched engine's deltas are not joined again: the turn layer keeps
+    the very strings the engine keeps for its response, not a second copy."""
+    h = TurnHandle()
+    first, second = "a" * MERGE_BELOW_CHARS, "b" * MERGE_BELOW_CHARS
+    h.emit(TextActivity(delta=first))
+    h.emit(TextActivity(delta=second))
+    h.emit(TextActivity(delta="c"))  # a small one does not merge into a long one
+    h.emit(TextActivity(delta="d"))
+    batch = await h.next_batch()
+    assert [type(a) for a in batch] == [TextActivity] * 3
+    assert batch[0].delta is first and batch[1].delta is second  # type: ignore[union-attr]
+    assert batch[2] == TextActivity(delta="cd")
+
+
+async def test_small_deltas_merge_until_a_long_one_arrives() -> None:
+    h = TurnHandle()
+    long = "x" * MERGE_BELOW_CHARS
+    for d in ("a", "b", long, "c"):
+        h.emit(TextActivity(delta=d))
+    batch = await h.next_batch()
+    assert [a.delta for a in batch] == ["ab", long, "c"]  # type: ignore[union-attr]
+    assert batch[1].delta is long  # type: ignore[union-attr]

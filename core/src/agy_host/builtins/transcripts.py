@@ -14,8 +14,10 @@ host running the turn, so a program's own environment decides where the
 file goes) and ``agy_host_render_event`` (the answer, host tool calls and
 how the turn ended). Each plugin manager has its own observer. A turn is written when it ends, all its lines in one
 ``write`` on an ``O_APPEND`` descriptor, so concurrent agy-host processes
-never interleave half lines and a crash loses at most the turn in flight.
-A torn or foreign line is skipped when reading, never fatal. A turn that
+never interleave half lines and a crash loses at most the turn in flight
+(an answer over a mebibyte goes in pieces: :func:`append_entries`).
+A torn or foreign line is skipped when reading, never fatal, and the next
+turn's lines start on a line of their own. A turn that
 failed before the agent had a conversation for it is not written
 (:func:`never_started`). Lines are not synced to disk: a power cut may
 lose the last turns' lines (a torn one is skipped when read).
@@ -88,20 +90,75 @@ def transcript_path(session: str, env: Mapping[str, str] | None = None) -> Path:
     return transcripts_dir(env) / f"{session}.jsonl"
 
 
+#: An entry whose text is longer than this is encoded a slice at a time.
+SLICE_CHARS = 1 << 20
+
+#: Stands in for a long text while its entry is encoded (not a string an
+#: agent can send: it holds a NUL, and only one field is ever replaced).
+_HOLE = "\x00agy-host:text\x00"
+
+
 def append_entries(session: str, entries: list[TranscriptEntry], env: Mapping[str, str] | None = None) -> Path:
-    """Append ``entries`` with one ``write`` (atomic against other appenders)."""
+    """Append ``entries`` on an ``O_APPEND`` descriptor, in one ``write`` for
+    any turn whose lines fit in :data:`SLICE_CHARS` of text.
+
+    A longer text (a flood's 12 MB answer) is encoded a slice at a time and
+    written in ~1 MiB pieces instead of being encoded whole: the encoded line
+    would be one more copy of the answer, at the turn's end, when the host
+    already holds it once. Pieces of one turn never interleave with another
+    turn's: a session runs one turn at a time (``runtime/turn_lock.py``). A
+    crash between the pieces leaves a torn line; the next append starts on a
+    line of its own, and the reader skips the torn one.
+    """
     path = transcript_path(session, env)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    data = _encoder.encode_lines(entries)  # one buffer: a big answer is not copied per line
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        view = memoryview(data)
-        while view:  # a regular file takes it in one go; loop for the pathological case
-            written = os.write(fd, view)
-            view = view[written:]
+        if any(len(e.text) > SLICE_CHARS for e in entries):
+            _append_sliced(fd, entries)
+        else:
+            lead = b"" if _ends_a_line(fd) else b"\n"
+            _write_all(fd, lead + _encoder.encode_lines(entries))
     finally:
         os.close(fd)
     return path
+
+
+def _ends_a_line(fd: int) -> bool:
+    """Whether the file is empty or ends with a newline (not a torn line)."""
+    size = os.fstat(fd).st_size
+    return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
+
+
+def _append_sliced(fd: int, entries: list[TranscriptEntry]) -> None:
+    buf = bytearray() if _ends_a_line(fd) else bytearray(b"\n")
+    piece = bytearray()
+    for entry in entries:
+        text = entry.text
+        if len(text) <= SLICE_CHARS:
+            _encoder.encode_into(entry, buf, -1)
+            buf += b"\n"
+            continue
+        line = _encoder.encode(msgspec.structs.replace(entry, text=_HOLE))
+        hole = _encoder.encode(_HOLE)[1:-1]
+        at = line.index(hole)
+        buf += line[:at]
+        for start in range(0, len(text), SLICE_CHARS):
+            _encoder.encode_into(text[start : start + SLICE_CHARS], piece)
+            buf += memoryview(piece)[1:-1]  # the slice's JSON string without its quotes
+            if len(buf) >= SLICE_CHARS:
+                _write_all(fd, buf)
+                del buf[:]
+        buf += line[at + len(hole) :]
+        buf += b"\n"
+    _write_all(fd, buf)
+
+
+def _write_all(fd: int, data: bytes | bytearray) -> None:
+    view = memoryview(data)
+    while view:  # a regular file takes it in one go; loop for the pathological case
+        written = os.write(fd, view)
+        view = view[written:]
 
 
 def read_transcript(

@@ -92,6 +92,11 @@ class DriverSnapshot(msgspec.Struct, kw_only=True, omit_defaults=True):
     extra: dict[str, Any] = msgspec.field(default_factory=dict)
 
 
+#: A text or thought delta this long is never merged into the one before
+#: it (:meth:`TurnHandle.emit`).
+MERGE_BELOW_CHARS = 4096
+
+
 class TurnHandle:
     """The stream of :class:`~agy_host.contract.events.Activity` of one running turn.
 
@@ -130,7 +135,14 @@ class TurnHandle:
     # -- producer --------------------------------------------------------------
 
     def emit(self, activity: Activity) -> None:
-        """Queue one activity. Consecutive text (or thought) deltas merge.
+        """Queue one activity. Consecutive small text (or thought) deltas merge.
+
+        A delta of :data:`MERGE_BELOW_CHARS` or more is queued as it is, and
+        nothing merges into one: an engine that batches a pipe read into one
+        delta (a flood's 64 KiB) already gives the consumer few activities,
+        and joining two of them would copy the text the engine holds as the
+        turn's response, so the turn layer and the engine would each hold a
+        copy of a long answer (measured: two thirds of a 12 MB one).
 
         The engine's activity objects are never mutated: the first merge
         replaces the queued one with a copy the handle owns.
@@ -138,7 +150,13 @@ class TurnHandle:
         if self._closed:
             return
         q = self._queue
-        if q and isinstance(activity, (TextActivity, ThoughtActivity)) and type(q[-1]) is type(activity):
+        if (
+            q
+            and isinstance(activity, (TextActivity, ThoughtActivity))
+            and type(q[-1]) is type(activity)
+            and len(activity.delta) < MERGE_BELOW_CHARS
+            and (self._tail is not None or len(q[-1].delta) < MERGE_BELOW_CHARS)
+        ):
             if self._tail is None:
                 last = q[-1]
                 assert isinstance(last, (TextActivity, ThoughtActivity))
@@ -297,4 +315,4 @@ class TurnDriver(Protocol):
         ...
 
 
-__all__ = ["DriverSnapshot", "TurnDriver", "TurnHandle", "TurnRequest"]
+__all__ = ["MERGE_BELOW_CHARS", "DriverSnapshot", "TurnDriver", "TurnHandle", "TurnRequest"]

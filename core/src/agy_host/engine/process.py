@@ -86,33 +86,30 @@ class LineSplitter:
     def feed(self, data: bytes | bytearray | memoryview) -> tuple[list[bytes], int]:
         chunk = data if type(data) is bytes else bytes(data)
         refused = 0
-        start = 0
         if self._discarding:
             nl = chunk.find(b"\n")
             if nl < 0:
                 return [], 0
-            start = nl + 1
+            chunk = chunk[nl + 1 :]
             self._discarding = False
-        nl = chunk.find(b"\n", start)
-        if nl < 0:
-            return [], self._keep(chunk[start:] if start else chunk)
-        head = chunk[start:nl]
-        first: bytes | None = head
+        # One split of the whole read (a flood's hot path: no copy of the
+        # read after its first line, no second scan for that line's end).
+        lines = chunk.split(b"\n")
+        tail = lines.pop()
+        if not lines:
+            return [], self._keep(tail)
         if self._parts:
+            head = lines[0]
             if self._size + len(head) > self.max_line:
-                first = None
+                del lines[0]
                 refused += 1
             else:
                 self._parts.append(head)
-                first = b"".join(self._parts)
+                lines[0] = b"".join(self._parts)
             self._parts, self._size = [], 0
-        elif len(head) > self.max_line:
-            first = None
+        elif len(lines[0]) > self.max_line:
+            del lines[0]
             refused += 1
-        lines = chunk[nl + 1 :].split(b"\n")
-        tail = lines.pop()
-        if first is not None:
-            lines.insert(0, first)
         if len(chunk) > self.max_line:
             kept = [line for line in lines if len(line) <= self.max_line]
             refused += len(lines) - len(kept)
