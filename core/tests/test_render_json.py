@@ -14,6 +14,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from agy_host.builtins.json_slices import SLICE_CHARS
 from agy_host.builtins.json_times import rounded_times
 from agy_host.builtins.renderers import JsonRenderer, QuietRenderer
 from agy_host.cli.ask_report import AskReport
@@ -130,6 +131,34 @@ def test_json_lines_go_to_a_utf8_streams_bytes_as_encoded(encoding: str) -> None
         e.__struct_config__.tag for e in SAMPLE
     ]
     assert stream.text_chars == (len("before\n") if encoding == "utf-8" else len("".join(lines)) + len(lines))
+
+
+class _Pieces(io.BytesIO):
+    """A byte buffer that keeps the size of each write."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sizes: list[int] = []
+
+    def write(self, b: typing.Any) -> int:
+        self.sizes.append(len(b))
+        return super().write(b)
+
+
+def test_a_long_answers_turn_end_is_the_same_line_written_a_slice_at_a_time() -> None:
+    """A 12 MB answer's ``turn_end`` is not encoded into one more 12 MB
+    buffer: the same bytes as a whole encoding, in pieces of about a MiB."""
+    piece = 'plain "quoted" \\ back\nslash \u00e9t\u00e9 \U0001f600 \x01 '
+    text = piece * (3 * SLICE_CHARS // len(piece))
+    event = events.TurnEnded(stop_reason="stop", duration_s=1.23456, response=text, conversation_id="c")
+    raw = _Pieces()
+    stream = io.TextIOWrapper(raw, encoding="utf-8", write_through=True)
+    JsonRenderer(RenderOptions(stream=stream)).handle(event)
+    short = io.StringIO()
+    JsonRenderer(RenderOptions(stream=short)).handle(event)
+    assert raw.getvalue().decode() == short.getvalue()
+    assert json.loads(raw.getvalue())["response"] == text
+    assert len(raw.sizes) > 3 and max(raw.sizes) < 3 * SLICE_CHARS, raw.sizes
 
 
 def test_quiet_prints_the_final_answer_only(capsys: pytest.CaptureFixture[str]) -> None:

@@ -18,6 +18,7 @@ from typing import IO
 import msgspec
 
 from agy_host import hookimpl
+from agy_host.builtins.json_slices import SLICE_CHARS, write_sliced
 from agy_host.builtins.json_times import ms
 from agy_host.builtins.render_common import (
     SANDBOX_NOTICE,
@@ -241,7 +242,9 @@ class JsonRenderer:
     On a UTF-8 text stream over a byte buffer (stdout) the encoded line goes
     to the buffer as it is: a flood's ``turn_end`` carries the whole answer
     (12 MB for 200,000 chunks), and decoding it to text to have it encoded
-    back cost 30-40 ms. Any other stream gets the same line as text."""
+    back cost 30-40 ms; an answer that long is encoded a slice at a time
+    (:mod:`agy_host.builtins.json_slices`). Any other stream gets the same
+    line as text."""
 
     def __init__(self, opts: RenderOptions) -> None:
         self.out = opts.stream
@@ -253,8 +256,22 @@ class JsonRenderer:
     def handle(self, event: HostEvent) -> None:
         if isinstance(event, (TurnEnded, ToolCard)) and event.duration_s is not None:
             event = msgspec.structs.replace(event, duration_s=ms(event.duration_s))  # docs/json-events.md
-        body = self._enc.encode(event)
         raw = self._raw
+        if raw is not None and isinstance(event, TurnEnded) and len(event.response) > SLICE_CHARS:
+            self.out.flush()
+            raw.write(self._prefix)
+            first = True
+
+            def write(piece: bytes | bytearray | memoryview) -> None:
+                nonlocal first
+                raw.write(piece[1:] if first else piece)  # the document's "{" is in the prefix
+                first = False
+
+            write_sliced(self._enc, event, "response", write)
+            raw.write(b"\n")
+            raw.flush()
+            return
+        body = self._enc.encode(event)
         if raw is None:
             self.out.write((self._prefix + body[1:]).decode())
             self.out.write("\n")

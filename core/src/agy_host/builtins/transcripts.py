@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Literal
 import msgspec
 
 from agy_host import hookimpl
+from agy_host.builtins.json_slices import SLICE_CHARS, write_sliced
 from agy_host.contract.events import HostEvent, ToolUseRequested, TurnEnded, TurnStarted, UsageCounts
 
 if TYPE_CHECKING:
@@ -90,14 +91,6 @@ def transcript_path(session: str, env: Mapping[str, str] | None = None) -> Path:
     return transcripts_dir(env) / f"{session}.jsonl"
 
 
-#: An entry whose text is longer than this is encoded a slice at a time.
-SLICE_CHARS = 1 << 20
-
-#: Stands in for a long text while its entry is encoded (not a string an
-#: agent can send: it holds a NUL, and only one field is ever replaced).
-_HOLE = "\x00agy-host:text\x00"
-
-
 def append_entries(session: str, entries: list[TranscriptEntry], env: Mapping[str, str] | None = None) -> Path:
     """Append ``entries`` on an ``O_APPEND`` descriptor, in one ``write`` for
     any turn whose lines fit in :data:`SLICE_CHARS` of text.
@@ -132,24 +125,18 @@ def _ends_a_line(fd: int) -> bool:
 
 def _append_sliced(fd: int, entries: list[TranscriptEntry]) -> None:
     buf = bytearray() if _ends_a_line(fd) else bytearray(b"\n")
-    piece = bytearray()
+
+    def write(piece: bytes | bytearray | memoryview) -> None:
+        buf.extend(piece)
+        if len(buf) >= SLICE_CHARS:
+            _write_all(fd, buf)
+            del buf[:]
+
     for entry in entries:
-        text = entry.text
-        if len(text) <= SLICE_CHARS:
+        if len(entry.text) <= SLICE_CHARS:
             _encoder.encode_into(entry, buf, -1)
-            buf += b"\n"
-            continue
-        line = _encoder.encode(msgspec.structs.replace(entry, text=_HOLE))
-        hole = _encoder.encode(_HOLE)[1:-1]
-        at = line.index(hole)
-        buf += line[:at]
-        for start in range(0, len(text), SLICE_CHARS):
-            _encoder.encode_into(text[start : start + SLICE_CHARS], piece)
-            buf += memoryview(piece)[1:-1]  # the slice's JSON string without its quotes
-            if len(buf) >= SLICE_CHARS:
-                _write_all(fd, buf)
-                del buf[:]
-        buf += line[at + len(hole) :]
+        else:
+            write_sliced(_encoder, entry, "text", write)
         buf += b"\n"
     _write_all(fd, buf)
 
