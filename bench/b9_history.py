@@ -28,12 +28,11 @@ import json
 import math
 import shlex
 import statistics
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.common import fake_agent_command, fmt_mb
+from bench.common import fake_agent_command, fmt_mb, launch
 from bench.context import Ctx
 from bench.harness import (
     BenchReport,
@@ -106,42 +105,15 @@ def build_history(state: Path, sessions: int, megabytes: int) -> dict[str, int]:
     return {"sessions": sessions, "transcript_bytes": written, "largest": max(sizes)}
 
 
-#: Runs one command and reports its wall time and peak RSS. ``wait4``'s
-#: ``ru_maxrss`` also counts the memory of the process that spawned the
-#: command (its pages before ``exec``), so the runner, which holds the
-#: history it built, must not be that process: this small one is.
-_LAUNCH = """
-import os, sys, time
-t0 = time.perf_counter()
-pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
-                     file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
-_, status, usage = os.wait4(pid, 0)
-print(time.perf_counter() - t0, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, flush=True)
-sys.exit(os.waitstatus_to_exitcode(status))
-"""
-
-
 def _timed(python: str, make: Callable[[], list[str]], env: dict[str, str], cwd: Path, runs: int) -> dict[str, Any]:
     walls: list[float] = []
     cpus: list[float] = []
     peak_kb = 0
     for _ in range(runs):
-        cmd = make()
-        proc = subprocess.run(
-            [python, "-S", "-c", _LAUNCH, *cmd],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            env=env,
-            cwd=cwd,
-            check=False,
-        )
-        if proc.returncode != 0:
-            tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
-            raise RuntimeError(f"{shlex.join(cmd[:3])}... exited {proc.returncode}: {' | '.join(tail)}")
-        wall, rss, cpu = proc.stdout.split()
-        walls.append(float(wall))
-        cpus.append(float(cpu))
-        peak_kb = max(peak_kb, int(rss))
+        wall, peak, cpu = launch(python, make(), env=env, cwd=cwd)
+        walls.append(wall)
+        cpus.append(cpu)
+        peak_kb = max(peak_kb, peak)
     return {"wall_s": statistics.median(walls), "cpu_s": statistics.median(cpus), "peak_kb": peak_kb}
 
 

@@ -157,6 +157,44 @@ class MemoryWindow:
 # ---------------------------------------------------------------------------
 
 
+#: Runs one command and reports its wall time and peak RSS. ``wait4``'s
+#: ``ru_maxrss`` also counts the memory of the process that spawned the
+#: command (its pages before ``exec``), so the runner, which may hold much
+#: (B9's history), must not be that process: this small one is. The
+#: command's stdout goes to ``/dev/null``.
+_LAUNCH = """
+import os, sys, time
+t0 = time.perf_counter()
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ,
+                     file_actions=[(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)])
+_, status, usage = os.wait4(pid, 0)
+print(time.perf_counter() - t0, usage.ru_maxrss, usage.ru_utime + usage.ru_stime, flush=True)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def launch(python: str, cmd: list[str], *, env: Mapping[str, str], cwd: Path) -> tuple[float, int, float]:
+    """Run ``cmd`` (stdout to ``/dev/null``) from a small launcher: its wall
+    time, its peak RSS in KiB (its largest process, agents included) and the
+    CPU seconds of it and its children."""
+    import shlex
+    import subprocess
+
+    proc = subprocess.run(
+        [python, "-S", "-c", _LAUNCH, *cmd],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        env=dict(env),
+        cwd=cwd,
+        check=False,
+    )
+    if proc.returncode != 0:
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
+        raise RuntimeError(f"{shlex.join(cmd[:3])}... exited {proc.returncode}: {' | '.join(tail)}")
+    wall, rss, cpu = proc.stdout.split()
+    return float(wall), int(rss), float(cpu)
+
+
 def emit_result(result: Mapping[str, Any]) -> None:
     sys.stdout.write(RESULT_PREFIX + json.dumps(dict(result), separators=(",", ":")) + "\n")
     sys.stdout.flush()

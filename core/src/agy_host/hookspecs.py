@@ -230,6 +230,11 @@ def agy_host_render_event(event: HostEvent) -> None:
     Must be quick; it runs on the host loop between chunks. An exception is
     reported once and the plugin's further calls are skipped for the turn.
 
+    ``TurnEnded.response`` is the whole answer, unless the plugin sets
+    ``AGY_HOST_RESPONSE_OPTIONAL = True`` on itself: then ``agy-host run``
+    may leave a long answer out of memory (``response_elided``), and the
+    plugin reads it with :func:`agy_host.contract.answer.answer_slices`.
+
     **Use in plugins:** transcripts, metrics, notifications.
     """
 

@@ -366,6 +366,16 @@ class Plugins:
         plugin that raises is added to ``skip`` (when given) and not called again."""
         self.call_each("agy_host_render_event", {"event": event}, skip=skip, on_error=on_error)
 
+    def response_optional(self) -> bool:
+        """Every ``agy_host_render_event`` implementation's plugin declared it
+        can do without ``TurnEnded.response`` in memory
+        (:data:`agy_host.contract.answer.RESPONSE_OPTIONAL_ATTR`); a plugin
+        that did not keeps every response whole."""
+        from agy_host.contract.answer import RESPONSE_OPTIONAL_ATTR
+
+        impls = self.pm.hook.agy_host_render_event.get_hookimpls()
+        return all(getattr(impl.plugin, RESPONSE_OPTIONAL_ATTR, False) is True for impl in impls)
+
     def diagnostics(self, report: DiagnosticReport) -> None:
         def failed(name: str, exc: BaseException) -> None:
             report.section("plugins").add(name, f"diagnostics hook failed: {_describe(exc)}", "error")

@@ -115,6 +115,9 @@ def diff_style(line: str) -> str:
 class RichRenderer:
     """Colour, cards, diffs and a spinner for a terminal."""
 
+    #: Draws the answer from ``text`` events, never from ``TurnEnded.response``.
+    AGY_HOST_RESPONSE_OPTIONAL = True
+
     def __init__(
         self,
         opts: RenderOptions,

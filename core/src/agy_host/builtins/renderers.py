@@ -37,6 +37,7 @@ from agy_host.builtins.render_common import (
     words,
 )
 from agy_host.builtins.render_exit import Refusals, decided_by
+from agy_host.contract.answer import answer_slices
 from agy_host.contract.events import (
     EVENT_SCHEMA_VERSION,
     CommandsUpdated,
@@ -91,6 +92,9 @@ class TextRenderer:
     """Plain text: the answer on stdout as it streams; everything else
     (tool lines, diffs, notices, the closing line) on stderr, so a pipe gets
     only the answer and a log gets lines it can grep."""
+
+    #: Draws the answer from ``text`` events, never from ``TurnEnded.response``.
+    AGY_HOST_RESPONSE_OPTIONAL = True
 
     def __init__(self, opts: RenderOptions, err: IO[str] | None = None) -> None:
         import sys
@@ -256,22 +260,11 @@ class JsonRenderer:
     def handle(self, event: HostEvent) -> None:
         if isinstance(event, (TurnEnded, ToolCard)) and event.duration_s is not None:
             event = msgspec.structs.replace(event, duration_s=ms(event.duration_s))  # docs/json-events.md
-        raw = self._raw
-        if raw is not None and isinstance(event, TurnEnded) and len(event.response) > SLICE_CHARS:
-            self.out.flush()
-            raw.write(self._prefix)
-            first = True
-
-            def write(piece: bytes | bytearray | memoryview) -> None:
-                nonlocal first
-                raw.write(piece[1:] if first else piece)  # the document's "{" is in the prefix
-                first = False
-
-            write_sliced(self._enc, event, "response", write)
-            raw.write(b"\n")
-            raw.flush()
+        if isinstance(event, TurnEnded) and (event.response_elided or len(event.response) > SLICE_CHARS):
+            self._long_turn_end(event)
             return
         body = self._enc.encode(event)
+        raw = self._raw
         if raw is None:
             self.out.write((self._prefix + body[1:]).decode())
             self.out.write("\n")
@@ -283,8 +276,40 @@ class JsonRenderer:
         raw.write(b"\n")
         raw.flush()
 
+    def _long_turn_end(self, event: TurnEnded) -> None:
+        """``turn_end`` with the whole answer encoded a slice at a time (from
+        the spool when the turn elided it): the same line a whole encoding
+        gives; ``response_elided`` is never shown."""
+        raw, out = self._raw, self.out
+        out.flush()
+        first = True
+
+        def write(piece: bytes | bytearray | memoryview) -> None:
+            nonlocal first
+            piece = piece[1:] if first else piece  # the document's "{" is in the prefix
+            first = False
+            if raw is not None:
+                raw.write(piece)
+            else:
+                out.write(bytes(piece).decode())
+
+        if raw is not None:
+            raw.write(self._prefix)
+        else:
+            out.write(self._prefix.decode())
+        write_sliced(self._enc, event, "response", write, answer_slices(event), response_elided=False)
+        if raw is not None:
+            raw.write(b"\n")
+            raw.flush()
+        else:
+            out.write("\n")
+            out.flush()
+
     def close(self) -> None:
         return None
+
+    #: Reads an elided answer through ``answer_slices`` (``contract/answer.py``).
+    AGY_HOST_RESPONSE_OPTIONAL = True
 
 
 class QuietRenderer:
@@ -296,10 +321,18 @@ class QuietRenderer:
         self.out = opts.stream
         self.err = sys.stderr
 
+    #: Reads an elided answer through ``answer_slices`` (``contract/answer.py``).
+    AGY_HOST_RESPONSE_OPTIONAL = True
+
     def handle(self, event: HostEvent) -> None:
         if isinstance(event, TurnEnded):
-            if event.response:
-                self.out.write(event.response if event.response.endswith("\n") else event.response + "\n")
+            last = ""
+            for piece in answer_slices(event):
+                self.out.write(piece)
+                last = piece
+            if last:
+                if not last.endswith("\n"):
+                    self.out.write("\n")
                 self.out.flush()
             if event.error:
                 self.err.write(f"error: {event.error}\n")

@@ -26,7 +26,7 @@ lose the last turns' lines (a torn one is skipped when read).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -34,6 +34,7 @@ import msgspec
 
 from agy_host import hookimpl
 from agy_host.builtins.json_slices import SLICE_CHARS, write_sliced
+from agy_host.contract.answer import answer_slices
 from agy_host.contract.events import HostEvent, ToolUseRequested, TurnEnded, TurnStarted, UsageCounts
 
 if TYPE_CHECKING:
@@ -91,7 +92,13 @@ def transcript_path(session: str, env: Mapping[str, str] | None = None) -> Path:
     return transcripts_dir(env) / f"{session}.jsonl"
 
 
-def append_entries(session: str, entries: list[TranscriptEntry], env: Mapping[str, str] | None = None) -> Path:
+def append_entries(
+    session: str,
+    entries: list[TranscriptEntry],
+    env: Mapping[str, str] | None = None,
+    *,
+    spooled: tuple[int, Iterable[str]] | None = None,
+) -> Path:
     """Append ``entries`` on an ``O_APPEND`` descriptor, in one ``write`` for
     any turn whose lines fit in :data:`SLICE_CHARS` of text.
 
@@ -101,14 +108,16 @@ def append_entries(session: str, entries: list[TranscriptEntry], env: Mapping[st
     already holds it once. Pieces of one turn never interleave with another
     turn's: a session runs one turn at a time (``runtime/turn_lock.py``). A
     crash between the pieces leaves a torn line; the next append starts on a
-    line of its own, and the reader skips the torn one.
+    line of its own, and the reader skips the torn one. ``spooled``: the
+    text of entry ``spooled[0]``, a slice at a time, in place of its own (an
+    answer the turn did not keep in memory, ``contract/answer.py``).
     """
     path = transcript_path(session, env)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
-        if any(len(e.text) > SLICE_CHARS for e in entries):
-            _append_sliced(fd, entries)
+        if spooled is not None or any(len(e.text) > SLICE_CHARS for e in entries):
+            _append_sliced(fd, entries, spooled)
         else:
             lead = b"" if _ends_a_line(fd) else b"\n"
             _write_all(fd, lead + _encoder.encode_lines(entries))
@@ -123,7 +132,7 @@ def _ends_a_line(fd: int) -> bool:
     return size == 0 or os.pread(fd, 1, size - 1) == b"\n"
 
 
-def _append_sliced(fd: int, entries: list[TranscriptEntry]) -> None:
+def _append_sliced(fd: int, entries: list[TranscriptEntry], spooled: tuple[int, Iterable[str]] | None) -> None:
     buf = bytearray() if _ends_a_line(fd) else bytearray(b"\n")
 
     def write(piece: bytes | bytearray | memoryview) -> None:
@@ -132,8 +141,10 @@ def _append_sliced(fd: int, entries: list[TranscriptEntry]) -> None:
             _write_all(fd, buf)
             del buf[:]
 
-    for entry in entries:
-        if len(entry.text) <= SLICE_CHARS:
+    for i, entry in enumerate(entries):
+        if spooled is not None and i == spooled[0]:
+            write_sliced(_encoder, entry, "text", write, spooled[1])
+        elif len(entry.text) <= SLICE_CHARS:
             _encoder.encode_into(entry, buf, -1)
         else:
             write_sliced(_encoder, entry, "text", write)
@@ -195,7 +206,12 @@ def never_started(ended: TurnEnded) -> bool:
     resumed. The prompt reached no agent, so nothing is written: a failed
     start must not become a session in ``sessions list`` (it has no binding
     either, and its error was shown when it happened)."""
-    return ended.stop_reason == "error" and ended.conversation_id is None and not ended.response
+    return (
+        ended.stop_reason == "error"
+        and ended.conversation_id is None
+        and not ended.response
+        and not ended.response_elided
+    )
 
 
 class _Turn:
@@ -283,11 +299,15 @@ class TranscriptObserver:
                 duration_s=round(ended.duration_s, 3),
             )
         )
-        append_entries(turn.session, entries, turn.env)
+        spooled = (len(entries) - 1, answer_slices(ended)) if ended.response_elided else None
+        append_entries(turn.session, entries, turn.env, spooled=spooled)
 
 
 class TranscriptPlugin:
     """The transcripts of one host (one per plugin manager)."""
+
+    #: Reads an elided answer through ``answer_slices`` (``contract/answer.py``).
+    AGY_HOST_RESPONSE_OPTIONAL = True
 
     def __init__(self) -> None:
         self.observer = TranscriptObserver()

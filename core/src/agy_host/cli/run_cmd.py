@@ -172,7 +172,14 @@ async def _run_async(host: Host, engine: Engine, opts: RunOptions, factory: Rend
         blocks = opts.blocks or [TextBlock(text=opts.prompt)]
         try:
             result, error, return_code = await one_turn(
-                host, opts, blocks, attached=attached, signals=signals, sink=renderer.handle, diffs=diffs
+                host,
+                opts,
+                blocks,
+                attached=attached,
+                signals=signals,
+                sink=renderer.handle,
+                diffs=diffs,
+                keep_answer=False,  # drawn as it streamed; the transcript and turn_end read it back
             )
         except Exception as exc:
             error = describe_error(exc)

@@ -98,12 +98,14 @@ async def one_turn(
     signals: CommandSignals,
     sink: Callable[[HostEvent], None] | None = None,
     diffs: DiffSource | None = None,
+    keep_answer: bool = True,
 ) -> tuple[TurnResult | None, str, int | None]:
     """A one-turn command's turn (``run``, ``ask``) on its ``--session``: on
     the session's warm agent when the command keeps one (no keeper to be
     had: a warning, and it runs cold), else on a runtime of its own, closed
     after it. The result (``None``: interrupted), the keeper's error and its
-    exit code."""
+    exit code. ``keep_answer=False``: the command does not read
+    ``result.response`` (``run``), so a long answer is not kept in memory."""
     from agy_host.keeper.client import KeeperGone, KeeperRefused, KeeperUnavailable
     from agy_host.runtime.session import SessionRuntime, say_stderr
 
@@ -124,7 +126,9 @@ async def one_turn(
         from agy_host.keeper.client import end_warm
 
         await end_warm(host, session)  # --keep-alive 0: the session's warm agent, if any, ends first
-    async with SessionRuntime.open(host, cwd=cwd, sink=sink, diffs=diffs, exit_on_third_interrupt=True) as local:
+    async with SessionRuntime.open(
+        host, cwd=cwd, sink=sink, diffs=diffs, exit_on_third_interrupt=True, keep_answer=keep_answer
+    ) as local:
         attached.runtime = local
         result: TurnResult | None = None
         try:

@@ -426,6 +426,13 @@ class TurnEnded(_Event, tag="turn_end", kw_only=True):
     #: why it is not 0 (a refused permission gives 5 with no error); ``None``
     #: when the turn layer did not finish the turn.
     exit_code: int | None = None
+    #: ``True`` where the command asked for no answer in memory and every
+    #: observer can do without (``agy-host run``): ``response`` is empty and
+    #: the answer, streamed as ``text`` events, is read while this event is
+    #: handled with :func:`agy_host.contract.answer.answer_slices`. Never
+    #: ``True`` in ``--format json`` output, the Python API or a plugin that
+    #: did not declare it can do without (docs/plugin-guide.md).
+    response_elided: bool = False
 
 
 HostEvent = (

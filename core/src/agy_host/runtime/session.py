@@ -168,8 +168,13 @@ class SessionRuntime:
         diffs: DiffSource | None = None,
         on_wait: Say | None = None,
         wait_hint: str = WAIT_HINT,
+        keep_answer: bool = True,
     ) -> None:
         self.host = host
+        #: ``False``: the command does not want ``TurnResult.response`` (``run``
+        #: drew the answer as it came): a long one is spilled to a file and
+        #: left out of memory where every observer can do without.
+        self.keep_answer = keep_answer
         self.diffs = diffs
         self.engine: Engine = host.load_engine()
         self.nursery = nursery
@@ -207,6 +212,7 @@ class SessionRuntime:
         diffs: DiffSource | None = None,
         on_wait: Say | None = None,
         wait_hint: str = WAIT_HINT,
+        keep_answer: bool = True,
     ) -> AsyncIterator[SessionRuntime]:
         """Round-trips, services and (with ``start``) the agent, torn down in
         reverse order when the block ends, however it ends."""
@@ -236,6 +242,7 @@ class SessionRuntime:
                     diffs=diffs,
                     on_wait=on_wait,
                     wait_hint=wait_hint,
+                    keep_answer=keep_answer,
                 )
                 try:
                     if start:
@@ -275,6 +282,7 @@ class SessionRuntime:
             roundtrips=self.roundtrips,
             env=self.host.env,
             diffs_wanted=lambda: self.diffs is not None and self.diffs.wanted,
+            spill_answer=not self.keep_answer,
         )
 
     async def held_driver(self) -> TurnDriver:
@@ -315,6 +323,7 @@ class SessionRuntime:
             exit_on_third_interrupt=self.exit_on_third_interrupt,
             diffs=self.diffs,
             on_wait=self.on_wait,
+            keep_answer=self.keep_answer,
             wait_hint=self.wait_hint,
         )
         await other.start()

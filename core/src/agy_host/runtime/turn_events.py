@@ -46,6 +46,7 @@ from agy_host.contract.events import (
 )
 from agy_host.contract.rendering import clip_quoted
 from agy_host.engine.driver import TurnHandle
+from agy_host.runtime.answer_spool import AnswerText
 from agy_host.runtime.budget import Budget
 from agy_host.runtime.store import SessionBinding
 from agy_host.service.tool_names import named_tool
@@ -71,7 +72,8 @@ class TurnState:
         self.handle: TurnHandle | None = None
         #: The conversation a write of the binding could not save (said once).
         self.unsaved: str | None = None
-        self.text: list[str] = []
+        #: The answer's text deltas (spilled to a file where the command asked for no answer).
+        self.answer = AnswerText()
         self.usage: UsageCounts | None = None
         self.cumulative: UsageCounts | None = None
         self.cards: dict[str, ToolCardState] = {}
@@ -115,7 +117,7 @@ def map_activity(turn: TurnState, activity: Activity, emit: Emit, now: float) ->
     match activity:
         case TextActivity(delta=delta):
             if delta:
-                turn.text.append(delta)
+                turn.answer.append(delta)
                 emit(TextDelta(delta=delta))
         case ThoughtActivity(delta=delta):
             if delta:

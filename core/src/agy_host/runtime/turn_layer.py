@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Concatenate, ParamSpec, TypeVar
 import trio
 
 from agy_host import config as config_mod
+from agy_host.contract.answer import RESPONSE_OPTIONAL_ATTR, spooled_answer
 from agy_host.contract.events import (
     AgentCommand,
     BridgeCallActivity,
@@ -59,6 +60,7 @@ from agy_host.contract.tools import HostTool
 from agy_host.contract.turn_result import ToolResultSink, TurnLayerError, TurnResult, exit_code_for
 from agy_host.engine.driver import TurnDriver, TurnHandle, TurnRequest
 from agy_host.exit_codes import ExitCode
+from agy_host.runtime.answer_spool import AnswerText
 from agy_host.runtime.budget import Budget, crossed, settle
 from agy_host.runtime.modes import no_plan_mode, plans
 from agy_host.runtime.store import SessionBinding, SessionStore, utc_now
@@ -120,8 +122,13 @@ class TurnLayer:
         roundtrips: RoundTrips | None = None,
         env: Mapping[str, str] | None = None,
         diffs_wanted: Callable[[], bool] | None = None,
+        spill_answer: bool = False,
     ) -> None:
         self.engine = engine
+        #: The command asked for no answer in memory (``agy-host run``): a long
+        #: one goes to a file as it streams, and ``TurnEnded`` elides it where
+        #: every observer can do without (``contract/answer.py``).
+        self.spill_answer = spill_answer
         self.driver = driver
         self.store = store
         self.plugins = plugins
@@ -188,6 +195,16 @@ class TurnLayer:
                 self._warn(f"the renderer failed ({type(exc).__name__}: {exc}); output stops, the turn goes on")
         self.plugins.render_event(event, skip=self._failed_hooks, on_error=self._hook_failed)
 
+    def _response_optional(self) -> bool:
+        """The renderer and every render hook can do without
+        ``TurnEnded.response`` in memory (``contract/answer.py``). A wrapped or
+        third-party renderer that did not say so keeps the response whole."""
+        sink = self._sink
+        owner = getattr(sink, "__self__", sink)
+        if sink is not None and getattr(owner, RESPONSE_OPTIONAL_ATTR, False) is not True:
+            return False
+        return self.plugins.response_optional()
+
     def _hook_failed(self, plugin: str, exc: BaseException) -> None:
         self._warn(
             f"plugin {plugin!r} failed in agy_host_render_event ({type(exc).__name__}: {exc}); "
@@ -227,6 +244,7 @@ class TurnLayer:
         key = self.engine.store_key(session)
         binding = self.store.get(key)
         turn = TurnState(session=session, key=key, cwd=cwd, binding=binding, started_at=trio.current_time())
+        turn.answer = AnswerText(spill=self.spill_answer)
         turn.message_count = message_count
         self._turn = turn
         cfg = self.config
@@ -429,7 +447,7 @@ class TurnLayer:
             exit_code=ExitCode.OK,
             duration_s=trio.current_time() - turn.started_at,
             conversation_id=turn.binding.conversation_id if turn.binding else None,
-            response="".join(turn.text),
+            response=turn.answer.text(),
             usage=turn.usage,
             tool_use=event,
             permission_requests=turn.permission_requests,
@@ -451,7 +469,7 @@ class TurnLayer:
         # The engine's response is normally the same text as the stream; the
         # stream is joined only when it is the only copy (a 12 MB turn would
         # otherwise be joined, and held, twice).
-        streamed = any(turn.text)
+        streamed = bool(turn.answer)
         if not streamed and outcome.response:
             self.emit(TextDelta(delta=outcome.response))
         stop: StopReason = outcome.stop_reason if outcome.stop_reason != "tool_use" else "stop"
@@ -464,27 +482,32 @@ class TurnLayer:
             if settled.notice is not None:
                 self.emit(Notice(level="warning", message=settled.notice, code="budget"))
         duration = trio.current_time() - turn.started_at
-        response = outcome.response or "".join(turn.text)
-        turn.text.clear()
+        answer = turn.answer
+        elided = not outcome.response and answer.spilled and self._response_optional()
+        response = outcome.response or ("" if elided else answer.text())
         error = outcome.error or ("" if stop == "aborted" else closed_error(turn))
         code = exit_code_for(
             stop, outcome.error_kind, turn.permission_requests, turn.permissions_refused, len(turn.unanswered)
         )
-        self.emit(
-            TurnEnded(
-                stop_reason=stop,
-                duration_s=duration,
-                conversation_id=outcome.conversation_id,
-                response=response,
-                error=error,
-                error_kind=outcome.error_kind,
-                agent_stop_reason=outcome.agent_stop_reason,
-                usage=turn.usage,
-                cumulative_usage=turn.cumulative,
-                replaced_conversation_id=replaced,
-                exit_code=code,
-            )
+        ended = TurnEnded(
+            stop_reason=stop,
+            duration_s=duration,
+            conversation_id=outcome.conversation_id,
+            response=response,
+            error=error,
+            error_kind=outcome.error_kind,
+            agent_stop_reason=outcome.agent_stop_reason,
+            usage=turn.usage,
+            cumulative_usage=turn.cumulative,
+            replaced_conversation_id=replaced,
+            exit_code=code,
+            response_elided=elided,
         )
+        try:
+            with spooled_answer(answer):
+                self.emit(ended)
+        finally:
+            answer.close()
         return TurnResult(
             session=turn.session,
             stop_reason=stop,

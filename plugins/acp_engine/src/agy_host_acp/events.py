@@ -202,7 +202,9 @@ class UpdateMapper:
     """Stateful mapping of one turn's updates to Activities."""
 
     def __init__(self) -> None:
-        self.guard = CumulativeGuard()
+        #: The host keeps the streamed deltas (its turn layer returns them
+        #: joined), so the guard does not keep a long answer a second time.
+        self.guard = CumulativeGuard(keep_text=False)
         self._tools: dict[str, _Tool] = {}
         self._last: _Tool | None = None
         self._denied: set[str] = set()
@@ -220,7 +222,9 @@ class UpdateMapper:
 
     @property
     def response(self) -> str:
-        return self.guard.text
+        """The answer as streamed; ``""`` past the guard's window (the host
+        joins the deltas it was given instead: the same text)."""
+        return self.guard.text if self.guard.complete else ""
 
     def _usage(self, update: s.UsageUpdate) -> UsageActivity:
         """ACP's ``usage_update``: the context window now (``used``/``size``)

@@ -116,6 +116,10 @@ class DiffPlugin:
     """The plugin's hooks for one host (one per plugin manager): two hosts in
     one process (a program with two sessions) keep their own baselines."""
 
+    #: Draws edit cards, never reads ``TurnEnded.response``
+    #: (``agy_host.contract.answer``).
+    AGY_HOST_RESPONSE_OPTIONAL = True
+
     def __init__(self) -> None:
         self.renderer = DiffRenderer()
 

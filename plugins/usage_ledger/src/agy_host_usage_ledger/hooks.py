@@ -103,6 +103,11 @@ class LedgerObserver:
 
 OBSERVER = LedgerObserver()
 
+#: The ledger counts usage, never reads ``TurnEnded.response``: agy-host may
+#: leave a long answer out of memory while this plugin is registered
+#: (``agy_host.contract.answer``).
+AGY_HOST_RESPONSE_OPTIONAL = True
+
 
 @hookimpl
 def agy_host_render_event(event: HostEvent) -> None:
@@ -248,6 +253,7 @@ def agy_host_register_tools(register: Callable[[HostTool], None]) -> None:
 
 
 __all__ = [
+    "AGY_HOST_RESPONSE_OPTIONAL",
     "OBSERVER",
     "USAGE_SUMMARY_SCHEMA",
     "LedgerObserver",
