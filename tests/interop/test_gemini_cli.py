@@ -11,6 +11,7 @@ and the person's part on a pseudo-terminal.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -155,6 +156,30 @@ def test_the_gemini_cli_usage_is_the_turns_own(rig: Rig) -> None:
     assert "cost_amount" not in usage and "context_size" not in usage, ctx
     [reply] = [w.frame for w in run.wire.lines if w.sender == "agent" and w.frame and "stopReason" in str(w.frame)]
     assert reply is not None and "quota" in str(reply.get("result", {}).get("_meta", {})), ctx
+    rig.close(ctx)
+
+
+def test_the_gemini_clis_mode_announcement_is_a_notice_not_part_of_the_answer(rig: Rig) -> None:
+    """Asked for a mode (``--mode autoEdit``), the Gemini CLI 0.61 says
+    ``[MODE_UPDATE] autoEdit`` as a message chunk of its own: the answer is
+    the model's text only, and the mode is told as a notice."""
+    trusted = rig.launch.home / ".gemini" / "trustedFolders.json"  # it refuses autoEdit elsewhere
+    trusted.parent.mkdir(parents=True, exist_ok=True)
+    trusted.write_text(json.dumps({str(rig.workdir): "TRUST_FOLDER"}))
+    rig.serve([{"text": "the answer"}])
+    run = rig.run("hi", "--mode", "autoEdit")
+    ctx = run.context
+    said = [
+        w.frame
+        for w in run.wire.lines
+        if w.sender == "agent" and w.frame is not None and "[MODE_UPDATE]" in json.dumps(w.frame)
+    ]
+    assert said, f"the Gemini CLI did not announce the mode this time\n{ctx}"
+    [end] = run.of_type("turn_end")
+    assert end["response"] == "the answer", ctx
+    assert all("[MODE_UPDATE]" not in e.get("delta", "") for e in run.of_type("text")), ctx
+    notices = [e["message"] for e in run.of_type("notice") if e.get("code") == "agent-mode"]
+    assert notices == ["the agent's mode is now autoEdit"], ctx
     rig.close(ctx)
 
 

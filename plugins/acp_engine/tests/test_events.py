@@ -12,6 +12,7 @@ import pytest
 from agy_host.contract.events import (
     AgentCommand,
     CommandsActivity,
+    NoticeActivity,
     PlanActivity,
     PlanEntry,
     TextActivity,
@@ -422,3 +423,26 @@ def test_a_flood_line_decodes_to_objects_the_cycle_collector_does_not_track() ->
     update = kept[0].params.update
     assert isinstance(update, schema.AgentMessageChunk) and update.content.text == "hi"
     assert counted < 100, f"{counted} objects counted toward a collection for {len(kept)} lines"
+
+
+def _chunk(text: str, kind: str = "agent_message_chunk") -> s.Update:
+    return upd({"sessionUpdate": kind, "content": {"type": "text", "text": text}})
+
+
+def test_the_gemini_clis_mode_update_chunk_is_a_notice_not_answer_text() -> None:
+    """The Gemini CLI 0.61 says ``[MODE_UPDATE] <mode>`` as a message chunk
+    of its own when its approval mode changes (``--mode``): it must not
+    reach the answer, in a batch of chunks, a mixed batch or alone."""
+    notice = NoticeActivity(level="info", message="the agent's mode is now autoEdit", code="agent-mode")
+    m = UpdateMapper()
+    flood = [_chunk("Hel"), _chunk("[MODE_UPDATE] autoEdit"), _chunk("lo")]
+    assert m.map_many(flood) == [TextActivity(delta="Hel"), notice, TextActivity(delta="lo")]
+    mixed = [_chunk("think", "agent_thought_chunk"), _chunk("[MODE_UPDATE] autoEdit"), _chunk(" there")]
+    assert m.map_many(mixed) == [ThoughtActivity(delta="think"), notice, TextActivity(delta=" there")]
+    assert m.map(_chunk("[MODE_UPDATE] autoEdit")) == notice
+    assert m.response == "Hello there"
+    # text that only mentions it, or goes on after it, is the agent's answer
+    said = "see [MODE_UPDATE] autoEdit"
+    assert m.map_many([_chunk(said), _chunk("[MODE_UPDATE] plan mode!")]) == [
+        TextActivity(delta=said + "[MODE_UPDATE] plan mode!")
+    ]

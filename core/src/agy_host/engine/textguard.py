@@ -110,9 +110,10 @@ class CumulativeGuard:
         self._joined = chunk
         self._len = len(chunk)
 
-    def feed_many(self, chunks: list[str]) -> str:
+    def feed_many(self, chunks: list[str], joined: str | None = None) -> str:
         """The joined deltas of ``chunks`` fed in order: the same text as
-        ``"".join(self.feed(c) for c in chunks)``.
+        ``"".join(self.feed(c) for c in chunks)``. ``joined``: the caller's
+        own ``"".join(chunks)``, if it has it (not joined a second time).
 
         The hot path of a flood: in append mode, once the accumulation is at
         least as long as every chunk of the batch (or no longer kept), no
@@ -126,7 +127,7 @@ class CumulativeGuard:
             and chunks
             and (self._dropped or (size >= FLIP_THRESHOLD and max(map(len, chunks)) <= size))
         ):
-            delta = "".join(chunks)
+            delta = "".join(chunks) if joined is None else joined
             if delta:
                 self._append(delta)
             return delta

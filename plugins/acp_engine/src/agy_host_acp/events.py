@@ -54,6 +54,16 @@ from agy_host.engine.textguard import CumulativeGuard
 from agy_host_acp import schema as s
 
 _CONTENT_TEXT = operator.attrgetter("content.text")
+
+#: The Gemini CLI (0.61) announces an approval mode change as a message chunk
+#: of its own, ``[MODE_UPDATE] <mode>``, in the turn's answer. It is the
+#: agent's state, not its answer: shown as a notice, never as text.
+_MODE_MARK = "[MODE_UPDATE] "
+_mode_update = re.compile(r"\[MODE_UPDATE\] ([A-Za-z0-9_.:-]{1,64})").fullmatch
+
+
+def _mode_notice(mode: str) -> NoticeActivity:
+    return NoticeActivity(level="info", message=f"the agent's mode is now {mode}", code="agent-mode")
 _TITLE_TOOL = re.compile(r"\bRun(?:ning)?\s+([A-Za-z_][\w.]*)", re.IGNORECASE)
 
 
@@ -256,6 +266,8 @@ class UpdateMapper:
             text = update.content.text  # type: ignore[union-attr]
             if not text:
                 return None
+            if text.startswith(_MODE_MARK) and (said := _mode_update(text)) is not None:
+                return _mode_notice(said.group(1))
             delta = self.guard.feed(text)
             return TextActivity(delta=delta) if delta else None
         if kind is s.AgentThoughtChunk:
@@ -319,13 +331,26 @@ class UpdateMapper:
         message = s.AgentMessageChunk
         if set(map(type, updates)) == {message}:  # the flood: message chunks only, C-level loops
             texts = list(filter(None, map(_CONTENT_TEXT, updates)))
-            self._flush_run(message, texts, out)
-            return out
+            joined = "".join(texts)
+            if _MODE_MARK not in joined:  # one search of the batch, not one per chunk
+                delta = self.guard.feed_many(texts, joined)
+                if delta:
+                    out.append(TextActivity(delta=delta))
+                return out
         thought = s.AgentThoughtChunk
         run: list[str] = []
         run_kind: type | None = None
         for update in updates:
             kind = type(update)
+            if kind is message and (text := update.content.text or "").startswith(_MODE_MARK):  # type: ignore[union-attr]
+                said = _mode_update(text)
+                if said is not None:
+                    if run:
+                        self._flush_run(run_kind, run, out)
+                        run = []
+                    run_kind = None
+                    out.append(_mode_notice(said.group(1)))
+                    continue
             if kind is message or kind is thought:
                 if kind is not run_kind:
                     if run:
