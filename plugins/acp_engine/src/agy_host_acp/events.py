@@ -64,6 +64,8 @@ _mode_update = re.compile(r"\[MODE_UPDATE\] ([A-Za-z0-9_.:-]{1,64})").fullmatch
 
 def _mode_notice(mode: str) -> NoticeActivity:
     return NoticeActivity(level="info", message=f"the agent's mode is now {mode}", code="agent-mode")
+
+
 _TITLE_TOOL = re.compile(r"\bRun(?:ning)?\s+([A-Za-z_][\w.]*)", re.IGNORECASE)
 
 
