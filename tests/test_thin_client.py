@@ -157,6 +157,56 @@ def test_the_thin_client_says_what_the_normal_path_says(case: str, thin: Thin) -
     assert methods(agent).count("initialize") == 1, f"all three turns on one warm agent: {methods(agent)}"
 
 
+def merged(seen: tuple[int, str, str]) -> tuple[int, str, str]:
+    """``steady`` output with consecutive ``text`` events joined: how a flood's
+    text is cut into events follows the pipe's reads, which differ run to run."""
+    code, out, err = seen
+    if not out.startswith("{"):
+        return seen
+    events: list[dict[str, Any]] = []
+    for line in out.splitlines():
+        event = json.loads(line)
+        if event.get("type") == "text" and events and events[-1].get("type") == "text":
+            events[-1] = {**events[-1], "delta": events[-1]["delta"] + event["delta"]}
+        else:
+            events.append(event)
+    return code, "\n".join(json.dumps(e) for e in events), err
+
+
+#: 1- to 4-byte characters and JSON escapes, 24,000 times: a 0.7 MB answer.
+LONG_PIECE = 'line "quoted" \u00e9\u4e2d\U0001f600\n'
+
+
+@pytest.mark.parametrize("flags", [("--format", "json"), ("--format", "quiet"), ()], ids=["json", "quiet", "text"])
+def test_a_long_answer_comes_once_and_reads_the_same_warm_thin_warm_full_and_cold(
+    thin: Thin, flags: tuple[str, ...]
+) -> None:
+    """The keeper leaves ``turn_end``'s answer out when the text events
+    carried it (keeper/rebuild.py); both clients put it back: the same
+    output as a cold command's."""
+    played = [{"flood": True}, {"stop": "end_turn"}]
+    long = {"flood_count": 24_000, "flood_text": LONG_PIECE}
+    agent = fake_acp_agent_command({"prompts": [WARM_UP, played], **long}, workdir=thin.tmp / "agents")
+    assert thin.command(agent, "long", "warm up").code == 0
+    quick = thin.command(agent, "long", "go", *flags)
+    full = thin.command(agent, "long", "go", *flags, AGY_HOST_THIN="0")
+    fresh = fake_acp_agent_command({"prompts": [played], **long}, workdir=thin.tmp / "agents")
+    cold = thin.command(fresh, "long", "go", *flags, "--keep-alive", "0")
+    assert quick.thin and not full.thin, quick.context()
+    assert merged(steady(quick)) == merged(steady(full)), (
+        f"thin:\n{quick.context()[:3000]}\nfull:\n{full.context()[:3000]}"
+    )
+    whole = LONG_PIECE * 24_000
+    for ran in (quick, cold):
+        assert ran.code == 0, ran.context()[:3000]
+        if flags[1:] == ("json",):
+            [end] = [e for e in ran.events() if e["type"] == "turn_end"]
+            assert end["response"] == whole and "response_elided" not in end
+            assert [e["type"] for e in ran.events()] == [e["type"] for e in cold.events()]
+        else:
+            assert ran.out == whole
+
+
 def test_ctrl_c_through_the_thin_client_aborts_the_turn_and_the_agent_stays_warm(thin: Thin) -> None:
     agent, proc = turn_started(thin, "c", cancel="graceful")
     proc.send_signal(signal.SIGINT)

@@ -153,6 +153,7 @@ class WarmRuntime:
         diffs: DiffSource | None = None,
     ) -> None:
         from agy_host.keeper.client import RemoteRuntime
+        from agy_host.keeper.rebuild import AnswerRebuilder
 
         self.host = host
         self.engine: Engine = host.load_engine()
@@ -160,7 +161,8 @@ class WarmRuntime:
         self.keep_alive_s = keep_alive_s
         self.diffs = diffs
         self._sink = sink
-        self.remote = RemoteRuntime(host, sink=self._event, say=say, diffs=diffs)
+        # turn_end's answer comes once, as the text events (keeper/rebuild.py)
+        self.remote = RemoteRuntime(host, sink=AnswerRebuilder(self._event), say=say, diffs=diffs)
         #: The slash commands the agent advertised during this command.
         self.agent_commands: list[AgentCommand] = []
         self.result: TurnResult | None = None
@@ -217,6 +219,7 @@ class WarmRuntime:
             digest=opts.digest,
             draws_diffs=self.diffs is not None and self.diffs.wanted,
             trace=opts.trace,
+            rebuild_answer=True,
         )
         self.result = await self.remote.turn(session, request)
         return self.result

@@ -327,9 +327,11 @@ def run_request(
     draws_diffs: bool = False,
     trace: str | None = None,
     tools: Sequence[HostTool] = (),
+    rebuild_answer: bool = False,
 ) -> wire.RunTurn:
     """The ``run`` frame for this command's host and turn; ``tools`` are the
-    ones this command runs itself (:class:`RemoteRuntime`'s)."""
+    ones this command runs itself (:class:`RemoteRuntime`'s);
+    ``rebuild_answer``: the sink is an :class:`~agy_host.keeper.rebuild.AnswerRebuilder`."""
     spec = wire.HostSpec(
         env=dict(host.env),
         engine=host.engine_flag,
@@ -353,6 +355,7 @@ def run_request(
         settings=wire.Settings(**fields),
         keep_alive_s=keep_alive_s,
         no_wait=no_wait,
+        rebuild_answer=rebuild_answer,
     )
 
 

@@ -341,7 +341,7 @@ class Keeper:
         from agy_host.runtime.session import TurnSettings
 
         settings = TurnSettings(**{f: getattr(request.settings, f) for f in request.settings.__struct_fields__})
-        relay = Relay(frames, label)
+        relay = Relay(frames, label, rebuild_answer=request.rebuild_answer)
         result = None
         was_warm = False
         error = ""

@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from agy_host.keeper import attached, wire
 from agy_host.keeper.keep_alive import keep_alive_s
+from agy_host.keeper.rebuild import AnswerRebuilder
 from agy_host.keeper.thin_args import ThinArgs, parse
 from agy_host.service.unattended import chosen_policy
 
@@ -146,6 +147,7 @@ def _request(args: ThinArgs, env: Mapping[str, str], keep_alive_s: float) -> wir
         no_wait=args.no_wait,
         warm_only=True,
         result_text=False,  # drawn from the events; ``run`` ends with the rest of the result
+        rebuild_answer=True,  # and turn_end's answer too (keeper/rebuild.py)
     )
 
 
@@ -172,6 +174,9 @@ class ThinClient:
         #: Signals received and not handled yet (the handler only notes them).
         self._signals: list[int] = []
         self.renderer: Renderer | None = None
+        #: What draws each event: the renderer, with turn_end's answer put
+        #: back (``keeper/rebuild.py``); handed over with the connection.
+        self.draw: AnswerRebuilder | None = None
         #: The renderer's diffs: the keeper renders them (it has the turn's "before" snapshot).
         self.diffs: DiffSource | None = None
         self._host: Host | None = None
@@ -194,6 +199,7 @@ class ThinClient:
                 self._unwatch_signals()
                 return self._ended_before() if self._signals else None
             self.renderer = self._renderer()
+            self.draw = AnswerRebuilder(self.renderer.handle)
             try:
                 self._send(self.request)
             except OSError as exc:
@@ -273,8 +279,8 @@ class ThinClient:
 
     def _follow(self) -> None:
         """Draw the turn's frames until its end (or hand the connection over)."""
-        renderer = self.renderer
-        assert renderer is not None
+        draw = self.draw
+        assert draw is not None
         while True:
             try:
                 got = self._next()
@@ -289,7 +295,7 @@ class ThinClient:
                 return
             frame, start = got
             if isinstance(frame, wire.Event):
-                renderer.handle(frame.event)
+                draw(frame.event)
             elif isinstance(frame, wire.DiffText):
                 if self.diffs is not None:
                     self.diffs.give(frame.call_id, frame.text)
@@ -411,9 +417,9 @@ class ThinClient:
         from agy_host.runtime.session import describe_error, say_stderr
         from agy_host.runtime.signals import CommandSignals
 
-        renderer = self.renderer
-        assert renderer is not None
-        remote = RemoteRuntime(host, sink=renderer.handle, say=say_stderr, diffs=self.diffs)
+        draw = self.draw
+        assert draw is not None
+        remote = RemoteRuntime(host, sink=draw, say=say_stderr, diffs=self.diffs)
         signals = CommandSignals(lambda: remote)
         frames = wire.FrameStream(trio.SocketStream(trio.socket.from_stdlib_socket(sock)), buffered=pending)
         outcome: tuple[TurnResult | None, str, int | None] = (None, "", None)

@@ -35,12 +35,13 @@ import trio
 
 from agy_host.builtins.render_common import is_edit
 from agy_host.config import config_path
-from agy_host.contract.events import CommandsUpdated, ToolCard, TurnStarted
+from agy_host.contract.events import CommandsUpdated, TextDelta, ToolCard, TurnEnded, TurnStarted
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.tool_calls import ToolCall, ToolVerdict
 from agy_host.contract.tools import ToolResult
 from agy_host.keeper import wire
+from agy_host.keeper.rebuild import same_text
 from agy_host.runtime.host import Host
 
 if TYPE_CHECKING:
@@ -121,9 +122,12 @@ class Relay:
     round), permission requests and questions go out and wait for their
     answer, which :meth:`answered` delivers."""
 
-    def __init__(self, frames: wire.FrameStream, label: str) -> None:
+    def __init__(self, frames: wire.FrameStream, label: str, *, rebuild_answer: bool = False) -> None:
         self.frames = frames
         self.label = label
+        #: The client rebuilds ``turn_end``'s answer from the text events
+        #: (:mod:`agy_host.keeper.rebuild`): the text sent so far this turn.
+        self._sent_text: list[str] | None = [] if rebuild_answer else None
         self._out, self._queue = trio.open_memory_channel[Any](math.inf)
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[trio.Event, list[Any]]] = {}
@@ -135,8 +139,18 @@ class Relay:
     # -- out ---------------------------------------------------------------------------
 
     def event(self, event: HostEvent) -> None:
-        if not self.closed:
-            self._out.send_nowait(wire.Event(event=event))
+        if self.closed:
+            return
+        sent = self._sent_text
+        if sent is not None:
+            kind = type(event)
+            if kind is TextDelta:
+                sent.append(event.delta)  # type: ignore[union-attr]
+            elif kind is TurnEnded and event.response and same_text(event.response, sent):  # type: ignore[union-attr]
+                event = msgspec.structs.replace(event, response="", response_elided=True)
+            elif kind is TurnStarted:
+                sent.clear()
+        self._out.send_nowait(wire.Event(event=event))
 
     def warning(self, message: str) -> None:
         if not self.closed:

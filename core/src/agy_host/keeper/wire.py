@@ -127,6 +127,10 @@ class RunTurn(_Frame, tag="run"):
     #: which the client drew from the events already (a flood's answer is
     #: not sent twice).
     result_text: bool = True
+    #: The client keeps the text events it draws and rebuilds ``turn_end``'s
+    #: answer from them (:mod:`agy_host.keeper.rebuild`): the keeper leaves
+    #: it out of ``turn_end`` when it is exactly that text.
+    rebuild_answer: bool = False
 
 
 class Interrupt(_Frame, tag="interrupt"):
