@@ -435,10 +435,13 @@ def test_the_gemini_clis_mode_update_chunk_is_a_notice_not_answer_text() -> None
     reach the answer, in a batch of chunks, a mixed batch or alone."""
     notice = NoticeActivity(level="info", message="the agent's mode is now autoEdit", code="agent-mode")
     m = UpdateMapper()
+    m.expect_mode("autoEdit")
     flood = [_chunk("Hel"), _chunk("[MODE_UPDATE] autoEdit"), _chunk("lo")]
     assert m.map_many(flood) == [TextActivity(delta="Hel"), notice, TextActivity(delta="lo")]
+    m.expect_mode("autoEdit")
     mixed = [_chunk("think", "agent_thought_chunk"), _chunk("[MODE_UPDATE] autoEdit"), _chunk(" there")]
     assert m.map_many(mixed) == [ThoughtActivity(delta="think"), notice, TextActivity(delta=" there")]
+    m.expect_mode("autoEdit")
     assert m.map(_chunk("[MODE_UPDATE] autoEdit")) == notice
     assert m.response == "Hello there"
     # text that only mentions it, or goes on after it, is the agent's answer
@@ -446,3 +449,17 @@ def test_the_gemini_clis_mode_update_chunk_is_a_notice_not_answer_text() -> None
     assert m.map_many([_chunk(said), _chunk("[MODE_UPDATE] plan mode!")]) == [
         TextActivity(delta=said + "[MODE_UPDATE] plan mode!")
     ]
+
+
+def test_a_mode_announcement_nobody_asked_for_is_the_models_text() -> None:
+    """The model can say anything, as a chunk of its own too: only the mode
+    this turn set is taken as the agent's announcement, once."""
+    m = UpdateMapper()
+    spoof = [_chunk("Note: "), _chunk("[MODE_UPDATE] yolo"), _chunk(" is a marker.")]
+    assert m.map_many(spoof) == [TextActivity(delta="Note: [MODE_UPDATE] yolo is a marker.")]
+    m.expect_mode("plan")
+    assert m.map(_chunk("[MODE_UPDATE] yolo")) == TextActivity(delta="[MODE_UPDATE] yolo")
+    assert m.map(_chunk("[MODE_UPDATE] plan")) == NoticeActivity(
+        level="info", message="the agent's mode is now plan", code="agent-mode"
+    )
+    assert m.map(_chunk("[MODE_UPDATE] plan")) == TextActivity(delta="[MODE_UPDATE] plan"), "announced once"

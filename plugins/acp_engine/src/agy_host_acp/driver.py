@@ -478,6 +478,7 @@ class AcpDriver:
                 )
         mode = acp_mode(req.mode, req.skip_permissions) if self.spec.is_agy else req.mode
         if mode and conn.applied.get((sid, "mode")) != mode:
+            turn.mapper.expect_mode(mode)  # its announcement may come before the answer to the request
             try:
                 if "mode" in option_ids or not known:
                     await conn.set_config_option(sid, "mode", mode)

@@ -57,7 +57,9 @@ _CONTENT_TEXT = operator.attrgetter("content.text")
 
 #: The Gemini CLI (0.61) announces an approval mode change as a message chunk
 #: of its own, ``[MODE_UPDATE] <mode>``, in the turn's answer. It is the
-#: agent's state, not its answer: shown as a notice, never as text.
+#: agent's state, not its answer: shown as a notice, never as text, when it
+#: names the mode this turn asked for (:meth:`UpdateMapper.expect_mode`); the
+#: same words from the model (a chunk can be anything) stay its text.
 _MODE_MARK = "[MODE_UPDATE] "
 _mode_update = re.compile(r"\[MODE_UPDATE\] ([A-Za-z0-9_.:-]{1,64})").fullmatch
 
@@ -231,6 +233,20 @@ class UpdateMapper:
         #: session loaded after a restart), and the latest total reported.
         self.cost_before: float | None = None
         self.cost_total: float | None = None
+        #: Modes this turn set on the agent, each announced at most once.
+        self._modes_asked: set[str] = set()
+
+    def expect_mode(self, mode: str) -> None:
+        """The driver set ``mode`` for this turn: the agent may announce it."""
+        self._modes_asked.add(mode)
+
+    def _announced(self, text: str) -> NoticeActivity | None:
+        """The notice for a mode announcement this turn asked for, else ``None``."""
+        said = _mode_update(text)
+        if said is None or said.group(1) not in self._modes_asked:
+            return None
+        self._modes_asked.discard(said.group(1))
+        return _mode_notice(said.group(1))
 
     @property
     def response(self) -> str:
@@ -268,8 +284,8 @@ class UpdateMapper:
             text = update.content.text  # type: ignore[union-attr]
             if not text:
                 return None
-            if text.startswith(_MODE_MARK) and (said := _mode_update(text)) is not None:
-                return _mode_notice(said.group(1))
+            if text.startswith(_MODE_MARK) and (notice := self._announced(text)) is not None:
+                return notice
             delta = self.guard.feed(text)
             return TextActivity(delta=delta) if delta else None
         if kind is s.AgentThoughtChunk:
@@ -345,13 +361,13 @@ class UpdateMapper:
         for update in updates:
             kind = type(update)
             if kind is message and (text := update.content.text or "").startswith(_MODE_MARK):  # type: ignore[union-attr]
-                said = _mode_update(text)
-                if said is not None:
+                notice = self._announced(text)
+                if notice is not None:
                     if run:
                         self._flush_run(run_kind, run, out)
                         run = []
                     run_kind = None
-                    out.append(_mode_notice(said.group(1)))
+                    out.append(notice)
                     continue
             if kind is message or kind is thought:
                 if kind is not run_kind:
