@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -36,7 +37,10 @@ class PlaceError(Exception):
 def build_stamp() -> str:
     """``<version>-<hash>``: the version and a hash of core's installed code
     location and modification time, so two checkouts or installs of the same
-    version never share a keeper either."""
+    version never share a keeper either, and of the distributions installed
+    (:func:`installed`): a plugin or engine installed, upgraded or removed
+    is a new build, whose commands start a keeper that loads it (the old one
+    ends once idle). A keeper loads its plugins once, when it starts."""
     from agy_host import __version__
 
     here = Path(__file__).resolve().parent.parent
@@ -44,8 +48,22 @@ def build_stamp() -> str:
         mtime = max(p.stat().st_mtime_ns for p in here.rglob("*.py"))
     except (OSError, ValueError):
         mtime = 0
-    digest = hashlib.sha256(f"{here}:{mtime}".encode()).hexdigest()[:10]
+    digest = hashlib.sha256(f"{here}:{mtime}:{installed()}".encode()).hexdigest()[:10]
     return f"{__version__}-{digest}"
+
+
+def installed() -> str:
+    """The distributions on ``sys.path`` (their metadata folders' names, which
+    carry name and version), one listing per folder: nothing is read.
+    ``sys.path[0]``, the script's or the current folder, differs between a
+    command and the keeper it starts, and is left out."""
+    names: list[str] = []
+    for entry in sys.path[1:]:
+        try:
+            names.extend(n for n in os.listdir(entry) if n.endswith((".dist-info", ".egg-info")))
+        except OSError:
+            continue  # a zip, a folder that is gone
+    return ",".join(sorted(names))
 
 
 def runtime_dir(env: Mapping[str, str], state_dir: Path) -> Path:
@@ -80,4 +98,4 @@ def log_path(state_dir: Path) -> Path:
     return state_dir / "keeper.log"
 
 
-__all__ = ["PlaceError", "build_stamp", "lock_path", "log_path", "runtime_dir", "socket_path"]
+__all__ = ["PlaceError", "build_stamp", "installed", "lock_path", "log_path", "runtime_dir", "socket_path"]
