@@ -54,6 +54,20 @@ def test_the_second_command_runs_on_the_warm_agent(warm: Warm) -> None:
     assert info["engine"] == "acp" and info["agent_pid"] and alive(info["agent_pid"])
 
 
+def test_a_keeper_that_ends_leaves_no_lock_or_folder_behind(warm: Warm) -> None:
+    """Its socket, its lock file and (when empty) the runtime folder go with
+    it: with a long state path that folder is in /tmp, one per state dir, and
+    test runs had left thousands."""
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    assert warm.run(agent, "w", "one").returncode == 0
+    where = warm.runtime_dir()
+    assert sorted(p.suffix for p in where.iterdir()) == [".lock", ".sock"]
+    warm.close()
+    assert not where.exists(), sorted(where.iterdir())
+    assert warm.run(agent, "w", "two").returncode == 0, "the next command starts a keeper there again"
+    assert warm.keeper_pid() is not None
+
+
 def test_warm_and_cold_give_the_same_output(warm: Warm) -> None:
     agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
     cold = warm.run(agent, "c", "same", "--keep-alive", "0")

@@ -37,3 +37,36 @@ def test_the_script_folder_does_not_change_the_build(tmp_path: Path, monkeypatch
     in_command = place.build_stamp()
     monkeypatch.setattr(sys, "path", ["", *sys.path[1:]])
     assert place.build_stamp() == in_command
+
+
+def test_the_keeper_lock_is_taken_only_on_the_file_its_path_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keeper that ends removes its lock file (and its folder when empty);
+    a starting one that locked the file just removed would hold a lock no
+    one else sees, so it takes the new file instead."""
+    import fcntl
+    import os
+
+    from agy_host.keeper import __main__ as keeper_main
+
+    path = tmp_path / "run" / "keeper-b.lock"
+    first = keeper_main.take_lock(path)
+    assert first is not None and keeper_main.take_lock(path) is None, "one keeper per build"
+    keeper_main.release_lock(first, path)
+    assert not path.parent.exists(), "an empty runtime folder goes with the last keeper"
+
+    real_flock = fcntl.flock
+    locked: list[int] = []
+
+    def flock_while_the_old_keeper_ends(fd: int, op: int) -> None:
+        real_flock(fd, op)
+        locked.append(fd)
+        if len(locked) == 1:  # the file this keeper locked is removed right then
+            path.unlink()
+
+    monkeypatch.setattr(keeper_main.fcntl, "flock", flock_while_the_old_keeper_ends)
+    second = keeper_main.take_lock(path)
+    assert second is not None and len(locked) == 2, "it took the new file, not the one removed"
+    assert os.fstat(second).st_ino == os.stat(path).st_ino
+    keeper_main.release_lock(second, path)

@@ -25,10 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     from agy_host.keeper import place
     from agy_host.keeper.server import Keeper, listen, log
 
-    lock = os.open(place.lock_path(args.dir, args.build), os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    lock_file = place.lock_path(args.dir, args.build)
+    lock = take_lock(lock_file)
+    if lock is None:
         return 0  # another keeper of this build is up (or starting): it serves
     os.ftruncate(lock, 0)
     os.write(lock, f"{os.getpid()}\n".encode())
@@ -52,8 +51,47 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
+        release_lock(lock, lock_file)
         log("stopped")
     return 0
+
+
+def take_lock(path: Path) -> int | None:
+    """The build's lock, held for the keeper's life; ``None`` when another
+    keeper holds it. A keeper removes its lock file when it ends
+    (:func:`release_lock`), so one that locked a file just removed would
+    hold a lock nobody else sees: the lock counts only if ``path`` still
+    names the file locked."""
+    for _ in range(5):
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:
+            path.parent.mkdir(mode=0o700, exist_ok=True)  # its folder went with the last keeper
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        try:
+            current = os.stat(path).st_ino
+        except FileNotFoundError:
+            current = -1
+        if current == os.fstat(fd).st_ino:
+            return fd
+        os.close(fd)  # removed under us by the keeper that ended: take the new one
+    return None
+
+
+def release_lock(fd: int, path: Path) -> None:
+    """Remove the lock file, still holding it, and the runtime folder when
+    nothing else is in it: a keeper leaves nothing behind (with a long state
+    path the folder is in ``/tmp``, one per state dir)."""
+    with contextlib.suppress(OSError):
+        path.unlink()
+    with contextlib.suppress(OSError):
+        path.parent.rmdir()  # fails while another build's socket or lock is there
+    os.close(fd)
 
 
 if __name__ == "__main__":
