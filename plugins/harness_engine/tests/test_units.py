@@ -389,3 +389,19 @@ async def test_a_conversation_closed_over_a_refused_key_is_an_auth_failure() -> 
     turn = HarnessTurn(TurnRequest(session="s", prompt=[TextBlock(text="go")], cwd="/tmp"))
     turn.socket_closed = "closed"
     assert outcome.settle(turn, None).error_kind == "exited"
+
+
+def test_a_base_url_variable_the_config_overrides_is_named() -> None:
+    """The new-user trial: after the docs' offline recipe set ``[harness]
+    base_url``, a later ``GOOGLE_GEMINI_BASE_URL`` was silently not used.
+    The config still wins (it is the engine's own setting); the user is told."""
+    env = {"GOOGLE_GEMINI_BASE_URL": "http://127.0.0.1:2/"}
+    configured = HarnessSettings(base_url="http://127.0.0.1:1")
+    said = harness_config.shadowed_base_url(configured, env)
+    assert said is not None and "GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:2 is not used" in said
+    assert "http://127.0.0.1:1" in said
+    assert harness_config.endpoint(configured, env).base_url == "http://127.0.0.1:1"
+    assert harness_config.shadowed_base_url(HarnessSettings(), env) is None, "no config: the variable is used"
+    same = HarnessSettings(base_url="http://127.0.0.1:2")
+    assert harness_config.shadowed_base_url(same, env) is None
+    assert harness_config.shadowed_base_url(configured, {}) is None

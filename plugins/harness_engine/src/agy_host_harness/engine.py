@@ -20,7 +20,7 @@ from agy_host.engine.base import Engine, EngineCapabilities, EngineContext, Mode
 from agy_host_harness import binary as binary_mod
 from agy_host_harness import models as models_mod
 from agy_host_harness import pin
-from agy_host_harness.harness_config import Endpoint, endpoint
+from agy_host_harness.harness_config import Endpoint, endpoint, shadowed_base_url
 from agy_host_harness.settings import SECTION, narrow
 
 if TYPE_CHECKING:
@@ -50,6 +50,9 @@ class HarnessEngine(Engine):
         self.settings = narrow(ctx.config.section(SECTION), ctx.warn)
         self.binary = binary_mod.resolve(self.settings.bin, ctx.env)
         self.endpoint: Endpoint = endpoint(self.settings, ctx.env)
+        shadowed = shadowed_base_url(self.settings, ctx.env)
+        if shadowed:
+            ctx.warn(shadowed)
         self.catalog = models_mod.catalog(self.settings, ctx.env, thinking=self.endpoint.kind != "openai")
         root = ctx.state_dir / "harness"
         self.paths = Paths(

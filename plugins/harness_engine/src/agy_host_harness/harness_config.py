@@ -78,6 +78,20 @@ class Endpoint(msgspec.Struct, kw_only=True, frozen=True):
         return f"Gemini API at {self.base_url or 'Google (default)'}" + ("" if self.api_key else ", no API key set")
 
 
+def shadowed_base_url(settings: HarnessSettings, env: Mapping[str, str]) -> str | None:
+    """What to tell a user whose ``$GOOGLE_GEMINI_BASE_URL`` is not used
+    because ``[harness] base_url`` is set to another URL (the config wins: it
+    is the harness's own setting); ``None`` when nothing is shadowed."""
+    from_env = env.get("GOOGLE_GEMINI_BASE_URL", "").rstrip("/")
+    configured = settings.base_url.rstrip("/")
+    if not from_env or not configured or from_env == configured or settings.openai_base_url or settings.project:
+        return None
+    return (
+        f"GOOGLE_GEMINI_BASE_URL={from_env} is not used: [harness] base_url is {configured} "
+        '(`agy-host config set harness.base_url ...` to change it, or set it to "" to use the variable)'
+    )
+
+
 def endpoint(settings: HarnessSettings, env: Mapping[str, str]) -> Endpoint:
     if settings.openai_base_url:
         url = settings.openai_base_url.rstrip("/")
@@ -258,6 +272,7 @@ __all__ = [
     "Profile",
     "build",
     "endpoint",
+    "shadowed_base_url",
     "host_tool_declarations",
     "mcp_servers",
     "model_config",
