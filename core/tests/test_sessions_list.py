@@ -67,6 +67,20 @@ def test_list_shows_the_named_sessions_and_only_the_latest_unnamed_runs(cli: Cli
     assert set(doc["bindings"]) == {f"{s['name']}@echo" for s in doc["sessions"]}
 
 
+def test_runs_started_in_one_second_are_picked_alike_with_and_without_a_filter(cli: Cli, agy_host_home: Any) -> None:
+    """Seven runs in the same second, all in one folder: ``list`` and
+    ``list --cwd`` show the same five (the newcomer suite saw them pick different
+    ones: one by the file order, the other by the time of last use)."""
+    names = [f"run-20261201-100000-{tag}" for tag in ("9f01", "0a02", "c303", "1b04", "7e05", "2d06", "a007")]
+    for name in names:
+        _session(name, cwd="/p")
+    code, plain, err = cli("sessions", "list")
+    assert code == 0, err
+    code, here, err = cli("sessions", "list", "--cwd", "/p")
+    assert code == 0, err
+    assert _listed(plain) == _listed(here) == sorted(names)[2:], (plain, here)
+
+
 def test_list_filters_by_cwd_and_agent(cli: Cli, agy_host_home: Any, tmp_path: Any) -> None:
     repo = tmp_path / "repo"
     (repo / "sub").mkdir(parents=True)

@@ -188,19 +188,25 @@ def listing(place: Place, *, everything: bool = False, cwd: str | None = None, a
     latest unnamed runs are known by their names (they hold the time)."""
     names = every_name(place)
     named = [n for n in names if generated_stamp(n) is None]
-    unnamed = sorted(
-        (n for n in names if generated_stamp(n) is not None), key=lambda n: generated_stamp(n) or "", reverse=True
-    )
+    unnamed = sorted((n for n in names if generated_stamp(n) is not None), key=_newest_first, reverse=True)
     narrowing = cwd is not None or agent is not None
     looked_at = unnamed if everything or narrowing else unnamed[:RECENT_UNNAMED]
     infos = [i for n in named + looked_at if (i := lookup(place, n)) is not None and matches(i, cwd, agent)]
     hidden = len(unnamed) - len(looked_at)
     if not everything:
-        runs = sorted((i for i in infos if not i.named), key=lambda i: i.last_used, reverse=True)
+        runs = sorted((i for i in infos if not i.named), key=lambda i: _newest_first(i.name), reverse=True)
         left_out = {i.name for i in runs[RECENT_UNNAMED:]}
         hidden += len(left_out)
         infos = [i for i in infos if i.name not in left_out]
-    return Listing(sessions=sorted(infos, key=lambda i: i.last_used), hidden=hidden)
+    return Listing(sessions=sorted(infos, key=lambda i: (i.last_used, i.name)), hidden=hidden)
+
+
+def _newest_first(name: str) -> tuple[str, str]:
+    """An unnamed run's order: the time in its name (to the second), then the
+    name. A filtered and an unfiltered listing pick the same latest runs
+    (two runs started in one second were picked apart: one by the file
+    order, the other by the time of last use)."""
+    return generated_stamp(name) or "", name
 
 
 def where_to(cwd: str | os.PathLike[str] | None) -> str | None:
