@@ -223,7 +223,7 @@ class WarmRuntime:
         for a wait that was given up."""
         if not self._nothing_sent:
             return None
-        from agy_host.runtime.session import gave_up_waiting
+        from agy_host.runtime.unstarted_turns import gave_up_waiting
 
         return gave_up_waiting(session, trio.current_time() - started)
 
@@ -231,7 +231,7 @@ class WarmRuntime:
         """``wait=False`` on a warm agent busy with another command's turn:
         the local runtime's busy turn (exit 7, error kind ``busy``)."""
         from agy_host.exit_codes import ExitCode
-        from agy_host.runtime.session import busy_turn
+        from agy_host.runtime.unstarted_turns import busy_turn
 
         if refused.code != ExitCode.SESSION_BUSY:
             raise AgyHostError(str(refused), exit_code=refused.code)

@@ -311,7 +311,7 @@ class Keeper:
         the client left or interrupted while it waited, so nothing is sent on
         its behalf: an interrupt is answered as a cold command that stops
         waiting ends (aborted, exit 130, nothing sent)."""
-        from agy_host.runtime.session import gave_up_waiting
+        from agy_host.runtime.unstarted_turns import gave_up_waiting
 
         lock = warm.turn_lock
         started = time.monotonic()

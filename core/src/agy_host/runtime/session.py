@@ -41,6 +41,7 @@ import trio
 from agy_host.contract.turn_result import TurnResult
 from agy_host.exit_codes import ExitCode
 from agy_host.runtime.held_driver import HeldDriver
+from agy_host.runtime.unstarted_turns import busy_turn, gave_up_waiting
 
 if TYPE_CHECKING:
     from agy_host.contract.events import AgentCommand, HostEvent
@@ -99,51 +100,6 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(exc, EngineError):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
-
-
-def busy_turn(
-    host: Host, engine: Engine, emit: Callable[[HostEvent], None], *, session: str, settings: TurnSettings, error: str
-) -> TurnResult:
-    """A turn that cannot start while another holds the session: framed as
-    a turn (``turn_start`` then ``turn_end`` with error kind ``busy``, sent to
-    ``emit``) so every renderer and ``--format json`` consumer sees why. The
-    Python API's warm sessions frame a busy warm agent the same way."""
-    from agy_host.contract.events import TurnEnded, TurnStarted
-    from agy_host.contract.turn_result import exit_code_for
-
-    binding = host.store.get(engine.store_key(session))  # as last read: a hint only
-    emit(
-        TurnStarted(
-            session=session,
-            engine=engine.ENGINE_NAME,
-            agent=engine.agent_label(),
-            model=settings.model or host.config.model or "",
-            conversation_id=binding.conversation_id if binding is not None else None,
-            sandbox=engine.sandbox,
-        )
-    )
-    emit(TurnEnded(stop_reason="error", duration_s=0.0, error=error, error_kind="busy"))
-    return TurnResult(
-        session=session,
-        stop_reason="error",
-        exit_code=exit_code_for("error", "busy"),
-        duration_s=0.0,
-        error=error,
-        error_kind="busy",
-    )
-
-
-def gave_up_waiting(session: str, waited: float) -> TurnResult:
-    """A turn that stopped waiting for its busy session (cancelled, Ctrl-C)
-    before anything was sent: aborted, exit 130. A warm session's turn that
-    leaves the keeper's queue ends the same way."""
-    return TurnResult(
-        session=session,
-        stop_reason="aborted",
-        exit_code=ExitCode.INTERRUPTED,
-        duration_s=waited,
-        error=f"stopped waiting for session {session!r} after {waited:.1f}s; nothing was sent",
-    )
 
 
 class SessionRuntime:
