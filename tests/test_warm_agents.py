@@ -296,3 +296,54 @@ def test_a_keeper_whose_code_was_upgraded_ends_once_idle(warm: Warm, tmp_path: P
     os.utime(site / "agy_host" / "keeper" / "wire.py", (later, later))  # an upgrade, as pip leaves it
     assert wait_gone(keeper, 20), "the old keeper ended"
     assert wait_gone(info["agent_pid"], 10), "and its agent with it"
+
+
+#: A render hook that holds the keeper at the turn's end until the test has
+#: seen ``turn_end`` on the command's stdout (a file it creates), then says
+#: whether it was released or gave up.
+SLOW_HOOK = """
+import os, time
+from pathlib import Path
+from agy_host import hookimpl
+from agy_host.contract.events import TurnEnded
+
+@hookimpl
+def agy_host_render_event(event):
+    if not isinstance(event, TurnEnded) or "SLOW_HOOK_DIR" not in os.environ:
+        return
+    folder = Path(os.environ["SLOW_HOOK_DIR"])
+    deadline = time.monotonic() + 20
+    while not (folder / "seen").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    (folder / "hook").write_text("released" if (folder / "seen").exists() else "gave up")
+"""
+
+
+@pytest.mark.parametrize("thin", ["1", "0"])
+def test_the_command_shows_the_turns_end_before_the_keepers_own_hooks_run(tmp_path: Path, thin: str) -> None:
+    """As on the cold path, where the renderer draws ``turn_end`` before the
+    render hooks (the transcript's write of a long answer) run: the keeper
+    sends the end at once, and the command still exits only after them."""
+    from agy_host.testing.isolation import install_plugin
+
+    site = install_plugin(tmp_path / "site", "slow_end_hook", SLOW_HOOK)
+    folder = tmp_path / "hook"
+    folder.mkdir()
+    path = os.pathsep.join([str(site), *filter(None, [os.environ.get("PYTHONPATH")])])
+    warm = Warm(tmp_path, PYTHONPATH=path, SLOW_HOOK_DIR=str(folder), AGY_HOST_THIN=thin)
+    try:
+        agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+        (folder / "seen").touch()  # the first command starts the keeper; its hook is not held
+        assert warm.run(agent, "s", "one").returncode == 0
+        (folder / "seen").unlink()
+        proc = warm.start_run(agent, "s", "two")
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if json.loads(line).get("type") == "turn_end":
+                (folder / "seen").touch()
+                break
+        proc.communicate(timeout=RUN_TIMEOUT)
+        assert proc.returncode == 0
+        assert (folder / "hook").read_text() == "released", "turn_end came only after the keeper's hooks"
+    finally:
+        warm.close()

@@ -9,7 +9,7 @@ from agy_host.contract.answer import answer_slices
 from agy_host.contract.events import HostEvent, TextDelta, TurnEnded, TurnStarted
 from agy_host.keeper import wire
 from agy_host.keeper.rebuild import AnswerRebuilder, same_text
-from agy_host.keeper.warm import Relay
+from agy_host.keeper.relay import Relay
 
 
 def test_same_text_compares_in_place() -> None:
@@ -21,17 +21,26 @@ def test_same_text_compares_in_place() -> None:
 
 
 def _relayed(rebuild: bool, events: list[HostEvent]) -> list[HostEvent]:
-    relay = Relay(None, "test", rebuild_answer=rebuild)  # type: ignore[arg-type]
-    for event in events:
-        relay.event(event)
-    out = []
-    while True:
-        try:
-            frame = relay._queue.receive_nowait()
-        except trio.WouldBlock:
-            return out
-        assert isinstance(frame, wire.Event)
-        out.append(frame.event)
+    """``events`` through a relay and a real socket pair, as the client reads them."""
+
+    async def main() -> list[HostEvent]:
+        ours, theirs = trio.socket.socketpair()
+        keeper, client = wire.FrameStream(trio.SocketStream(ours)), wire.FrameStream(trio.SocketStream(theirs))
+        relay = Relay(keeper, "test", rebuild_answer=rebuild)
+        out: list[HostEvent] = []
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(relay.writer)
+            for event in events:
+                relay.event(event)
+            relay.finish()
+        await keeper.aclose()
+        while (raw := await client.receive_raw()) is not None:
+            frame = wire.decode_for_client(raw)
+            assert isinstance(frame, wire.Event)
+            out.append(frame.event)
+        return out
+
+    return trio.run(main)
 
 
 def _turn(answer: str, streamed: list[str]) -> list[HostEvent]:

@@ -49,7 +49,8 @@ if TYPE_CHECKING:
     from agy_host.contract.rendering import DiffSource
     from agy_host.engine.driver import DriverSnapshot, TurnDriver, TurnHandle, TurnRequest
     from agy_host.keeper.proxy_tools import CallClient
-    from agy_host.keeper.warm import Relay, RemoteHost, WarmSession
+    from agy_host.keeper.relay import Relay
+    from agy_host.keeper.warm import RemoteHost, WarmSession
 
 #: The session whose turn is running in this task (set by :meth:`Agent.turn_of`):
 #: a host tool called from the turn's own task answers to that session's client.

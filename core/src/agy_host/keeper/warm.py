@@ -22,10 +22,7 @@ config file start cold, and the old warm agent ends.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import itertools
-import math
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -35,13 +32,12 @@ import trio
 
 from agy_host.builtins.render_common import is_edit
 from agy_host.config import config_path
-from agy_host.contract.events import CommandsUpdated, TextDelta, ToolCard, TurnEnded, TurnStarted
+from agy_host.contract.events import CommandsUpdated, ToolCard, TurnStarted
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.tool_calls import ToolCall, ToolVerdict
-from agy_host.contract.tools import ToolResult
 from agy_host.keeper import wire
-from agy_host.keeper.rebuild import same_text
+from agy_host.keeper.relay import Relay
 from agy_host.runtime.host import Host
 
 if TYPE_CHECKING:
@@ -114,125 +110,6 @@ def config_digest(env: Mapping[str, str]) -> str:
         return ""
     except OSError as exc:
         return f"unreadable: {type(exc).__name__}"
-
-
-class Relay:
-    """The client attached for one turn: events and warnings go out through
-    one writer task (batched, so a flood costs one write per scheduling
-    round), permission requests and questions go out and wait for their
-    answer, which :meth:`answered` delivers."""
-
-    def __init__(self, frames: wire.FrameStream, label: str, *, rebuild_answer: bool = False) -> None:
-        self.frames = frames
-        self.label = label
-        #: The client rebuilds ``turn_end``'s answer from the text events
-        #: (:mod:`agy_host.keeper.rebuild`): the text sent so far this turn.
-        self._sent_text: list[str] | None = [] if rebuild_answer else None
-        self._out, self._queue = trio.open_memory_channel[Any](math.inf)
-        self._ids = itertools.count(1)
-        self._pending: dict[int, tuple[trio.Event, list[Any]]] = {}
-        #: The client went away (or its connection broke).
-        self.gone = trio.Event()
-        #: Nothing more is queued (the turn ended, or the client left).
-        self.closed = False
-
-    # -- out ---------------------------------------------------------------------------
-
-    def event(self, event: HostEvent) -> None:
-        if self.closed:
-            return
-        sent = self._sent_text
-        if sent is not None:
-            kind = type(event)
-            if kind is TextDelta:
-                sent.append(event.delta)  # type: ignore[union-attr]
-            elif kind is TurnEnded and event.response and same_text(event.response, sent):  # type: ignore[union-attr]
-                event = msgspec.structs.replace(event, response="", response_elided=True)
-            elif kind is TurnStarted:
-                sent.clear()
-        self._out.send_nowait(wire.Event(event=event))
-
-    def warning(self, message: str) -> None:
-        if not self.closed:
-            self._out.send_nowait(wire.Warning_(message=message))
-
-    def diff(self, call_id: str, text: str | None) -> None:
-        if not self.closed:
-            self._out.send_nowait(wire.DiffText(call_id=call_id, text=text))
-
-    async def writer(self) -> None:
-        """Send what is queued, in order, until the relay closes."""
-        try:
-            async for frame in self._queue:
-                batch = [frame]
-                with contextlib.suppress(trio.WouldBlock, trio.EndOfChannel):
-                    while len(batch) < 512:
-                        batch.append(self._queue.receive_nowait())
-                await self.frames.send(*batch)
-        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
-            self.close()
-
-    def finish(self) -> None:
-        """The turn is over: the writer sends what is queued, then ends."""
-        self.closed = True
-        self._out.close()
-
-    # -- questions ---------------------------------------------------------------------
-
-    async def ask_permission(self, request: PermissionRequest) -> PermissionDecision:
-        got = await self._ask(lambda i: wire.AskPermission(id=i, request=request))
-        if isinstance(got, PermissionDecision):
-            return got
-        return PermissionDecision(
-            option_id=None, policy="keeper", reason=f"{self.label} left before answering; cancelled"
-        )
-
-    async def ask_question(self, question: Question) -> Answer:
-        got = await self._ask(lambda i: wire.AskQuestion(id=i, question=question))
-        if isinstance(got, Answer):
-            return got
-        return Answer(action="cancel", by="keeper", reason=f"{self.label} left before answering", unanswered=True)
-
-    async def call_tool(self, name: str, arguments: dict[str, Any]) -> ToolResult:
-        """Run the client's own tool ``name`` in the client (:mod:`agy_host.keeper.proxy_tools`)."""
-        got = await self._ask(lambda i: wire.CallTool(id=i, name=name, arguments=arguments))
-        if isinstance(got, ToolResult):
-            return got
-        return ToolResult(text=f"host tool {name!r}: {self.label} left before it answered", is_error=True)
-
-    async def check_tool(self, call: ToolCall) -> ToolVerdict:
-        """The client's tool gate about ``call`` (its program's ``before_tool``)."""
-        got = await self._ask(lambda i: wire.CheckTool(id=i, call=call))
-        if isinstance(got, ToolVerdict):
-            return got
-        return ToolVerdict(allow=False, by="keeper", reason=f"{self.label} left before answering; refused")
-
-    async def _ask(self, make: Callable[[int], Any]) -> object:
-        if self.closed:
-            return None
-        ident = next(self._ids)
-        done = trio.Event()
-        box: list[Any] = []
-        self._pending[ident] = (done, box)
-        try:
-            self._out.send_nowait(make(ident))
-            await done.wait()
-        finally:
-            self._pending.pop(ident, None)
-        return box[0] if box else None
-
-    def answered(self, ident: int, value: object) -> None:
-        waiting = self._pending.get(ident)
-        if waiting is not None and not waiting[0].is_set():
-            waiting[1].append(value)
-            waiting[0].set()
-
-    def close(self) -> None:
-        """The client is gone: every open question is answered with nothing."""
-        self.gone.set()
-        for done, _ in list(self._pending.values()):
-            done.set()
-        self.finish()
 
 
 class RemoteHost(Host):
@@ -407,4 +284,4 @@ class WarmSession:
                 relay.event(CommandsUpdated(commands=list(commands)))
 
 
-__all__ = ["VOLATILE_ENV", "Relay", "RemoteHost", "WarmSession", "config_digest", "profile_of"]
+__all__ = ["VOLATILE_ENV", "RemoteHost", "WarmSession", "config_digest", "profile_of"]

@@ -326,10 +326,12 @@ def encode(frame: _Frame) -> bytes:
     return _LENGTH.pack(len(body)) + body
 
 
-def encode_all(frames: tuple[_Frame, ...] | list[_Frame]) -> bytearray:
-    """Frames as one buffer to send at once, each body encoded in place
-    after its header: a large body (a flood's answer) is not copied again."""
-    out = bytearray()
+def encode_all(frames: tuple[_Frame, ...] | list[_Frame], out: bytearray | None = None) -> bytearray:
+    """Frames as one buffer to send at once (appended to ``out`` when given),
+    each body encoded in place after its header: a large body (a flood's
+    answer) is not copied again."""
+    if out is None:
+        out = bytearray()
     for frame in frames:
         start = len(out)
         out += bytes(HEADER_SIZE)
@@ -379,9 +381,28 @@ class FrameStream:
         self._send_lock = trio.Lock()
 
     async def send(self, *frames: _Frame) -> None:
-        data = encode_all(frames)
+        await self.send_bytes(encode_all(frames))
+
+    async def send_bytes(self, data: bytes | bytearray) -> None:
+        """Frames encoded already (:func:`encode_all`)."""
         async with self._send_lock:
             await self.stream.send_all(data)
+
+    def send_now(self, data: bytes | bytearray) -> int:
+        """Write what the socket takes of ``data`` at once, from synchronous
+        code; the number of bytes written (``0`` when it would wait, or while
+        another send is under way: those bytes go first). The caller sends
+        the rest with :meth:`send_bytes`. Raises ``OSError`` on a broken
+        connection."""
+        import os
+
+        sock = getattr(self.stream, "socket", None)
+        if sock is None or self._send_lock.locked() or not data:
+            return 0
+        try:
+            return os.write(sock.fileno(), data)
+        except BlockingIOError:
+            return 0
 
     async def _read(self, n: int) -> bytes | None:
         while len(self._buffer) < n:
