@@ -1,7 +1,10 @@
 """The keeper's wire: typed frames over a Unix stream socket.
 
 Every frame is a 4-byte big-endian length and a msgspec JSON document, one
-of the tagged structs below (``kind``). Frames are size-bounded on both
+of the tagged structs below (``kind``), except the answer's text: an
+``Event`` of a ``TextDelta`` goes as a byte ``0x00`` and the text's UTF-8 (a
+flood's 12 MB are not JSON-escaped by the keeper and scanned again by the
+client; a JSON document never starts with that byte). Frames are size-bounded on both
 sides (:data:`MAX_FRAME`), decoded into their type or refused: a garbage or
 hostile peer gets an error and is dropped, never a crash of the keeper.
 
@@ -16,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from agy_host.contract.events import HostEvent
+from agy_host.contract.events import HostEvent, TextDelta
 from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.prompt import PromptBlock
@@ -28,10 +31,13 @@ if TYPE_CHECKING:  # imported when a FrameStream is made: the thin client runs w
     import trio
 
 #: The wire's own version: a client and a keeper that differ never talk.
-WIRE_VERSION = 1
+WIRE_VERSION = 2
 #: Largest frame either side accepts (a prompt with images, a long answer).
 MAX_FRAME = 64 * 1024 * 1024
 _LENGTH = struct.Struct(">I")
+#: The first byte of a text frame's body (see the module docstring).
+TEXT_FRAME = 0
+_TEXT_MARK = bytes([TEXT_FRAME])
 
 
 class _Frame(msgspec.Struct, tag_field="kind", kw_only=True, omit_defaults=True):
@@ -335,7 +341,12 @@ def encode_all(frames: tuple[_Frame, ...] | list[_Frame], out: bytearray | None 
     for frame in frames:
         start = len(out)
         out += bytes(HEADER_SIZE)
-        _encoder.encode_into(frame, out, -1)
+        event = getattr(frame, "event", None)
+        if type(event) is TextDelta:
+            out += _TEXT_MARK
+            out += event.delta.encode("utf-8", "surrogatepass")
+        else:
+            _encoder.encode_into(frame, out, -1)
         size = len(out) - start - HEADER_SIZE
         if size > MAX_FRAME:
             raise FrameError(f"frame of {size} bytes is over the {MAX_FRAME} byte limit")
@@ -359,6 +370,11 @@ def decode_for_keeper(body: bytes) -> ToKeeper:
 
 
 def decode_for_client(body: bytes | bytearray | memoryview) -> ToClient:
+    if body[:1] == _TEXT_MARK:
+        try:
+            return Event(event=TextDelta(delta=str(body[1:], "utf-8", "surrogatepass")))
+        except UnicodeDecodeError as exc:
+            raise FrameError(f"not a keeper answer: a text frame that is not UTF-8 ({exc})") from exc
     try:
         return _to_client.decode(body)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -445,6 +461,7 @@ class FrameStream:
 __all__ = [
     "HEADER_SIZE",
     "MAX_FRAME",
+    "TEXT_FRAME",
     "WIRE_VERSION",
     "AskPermission",
     "AskQuestion",

@@ -284,7 +284,7 @@ class UpdateMapper:
             text = update.content.text  # type: ignore[union-attr]
             if not text:
                 return None
-            if text.startswith(_MODE_MARK) and (notice := self._announced(text)) is not None:
+            if self._modes_asked and text.startswith(_MODE_MARK) and (notice := self._announced(text)) is not None:
                 return notice
             delta = self.guard.feed(text)
             return TextActivity(delta=delta) if delta else None
@@ -340,17 +340,21 @@ class UpdateMapper:
         message = f"the agent's context compaction {status}{why}"
         return NoticeActivity(level="warning", message=message, code="compaction")
 
-    def map_many(self, updates: list[s.Update]) -> list[Activity]:
+    def map_many(self, updates: list[s.Update], kinds: set[type] | None = None) -> list[Activity]:
         """:meth:`map` over a batch (one pipe read), in order, with each run of
         consecutive message chunks mapped as one text delta (and each run of
         thought chunks as one thought delta): the turn handle would merge them
-        anyway, and the run costs one guard call instead of one per chunk."""
+        anyway, and the run costs one guard call instead of one per chunk.
+        ``kinds``: the set of the updates' types, when the caller has it."""
         out: list[Activity] = []
         message = s.AgentMessageChunk
-        if set(map(type, updates)) == {message}:  # the flood: message chunks only, C-level loops
+        if kinds is None:
+            kinds = set(map(type, updates))
+        if kinds == {message}:  # the flood: message chunks only, C-level loops
             texts = list(filter(None, map(_CONTENT_TEXT, updates)))
             joined = "".join(texts)
-            if _MODE_MARK not in joined:  # one search of the batch, not one per chunk
+            # one search of the batch, not one per chunk; none while no mode is awaited
+            if not self._modes_asked or _MODE_MARK not in joined:
                 delta = self.guard.feed_many(texts, joined)
                 if delta:
                     out.append(TextActivity(delta=delta))
@@ -360,7 +364,11 @@ class UpdateMapper:
         run_kind: type | None = None
         for update in updates:
             kind = type(update)
-            if kind is message and (text := update.content.text or "").startswith(_MODE_MARK):  # type: ignore[union-attr]
+            if (
+                kind is message
+                and self._modes_asked
+                and (text := update.content.text or "").startswith(_MODE_MARK)  # type: ignore[union-attr]
+            ):
                 notice = self._announced(text)
                 if notice is not None:
                     if run:

@@ -77,10 +77,12 @@ class Turn(EngineTurn):
         guard looks at each update only when the read holds a user chunk or
         a replay is under way)."""
         self.timers.touch()
-        if self.replay.replaying or s.UserMessageChunk in set(map(type, updates)):
+        kinds = set(map(type, updates))
+        filtered = self.replay.replaying or s.UserMessageChunk in kinds
+        if filtered:
             updates = self.replay.filter(updates)
         emit = self.handle.emit
-        for activity in self.mapper.map_many(updates):
+        for activity in self.mapper.map_many(updates, None if filtered else kinds):
             emit(activity)
 
     def _replay_seen(self) -> None:
