@@ -365,9 +365,7 @@ class UpdateMapper:
         for update in updates:
             kind = type(update)
             if (
-                kind is message
-                and self._modes_asked
-                and (text := update.content.text or "").startswith(_MODE_MARK)  # type: ignore[union-attr]
+                kind is message and self._modes_asked and (text := update.content.text or "").startswith(_MODE_MARK)  # type: ignore[union-attr]
             ):
                 notice = self._announced(text)
                 if notice is not None:
