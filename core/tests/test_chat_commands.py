@@ -53,6 +53,7 @@ def test_slash_commands(env: dict[str, str], tmp_path: Path, fake_acp_agent: Cal
         "/model fake-model-low",
         "/mode",
         "/mode yolo",
+        "/mode bogus",
         "/effort high",
         "second",
         "//literally slash",
@@ -77,6 +78,8 @@ def test_slash_commands(env: dict[str, str], tmp_path: Path, fake_acp_agent: Cal
     assert "* default  Default: Default permission prompt flow" in out, "/mode lists the agent's modes"
     assert "  auto_edit  Auto Edit: Auto-approve file edit tools" in out and "  yolo  YOLO" in out
     assert "mode: yolo (from the next turn)" in out
+    assert "has no mode 'bogus'; it offers: default, auto_edit, yolo" in out, "a mode the agent lacks is refused"
+    assert "mode: yolo (unchanged)" in out
     assert "effort: high" in out
     assert "\n/literally slash\n" in out, "//text is sent to the agent as /text"
     assert "unknown command /bogus" in out

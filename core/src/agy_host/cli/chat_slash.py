@@ -26,6 +26,7 @@ import msgspec
 if TYPE_CHECKING:
     from agy_host.cli.chat_cmd import Chat
     from agy_host.contract.events import AgentCommand
+    from agy_host.engine.base import ModeCatalog
 
 Command = Callable[["Chat", str], Awaitable[None]]
 COMMANDS: dict[str, tuple[str, Command]] = {}
@@ -152,8 +153,6 @@ async def _effort(chat: Chat, rest: str) -> None:
 @command("/mode", "[MODE]")
 async def _mode(chat: Chat, rest: str) -> None:
     """Show the mode and the ones the agent offers, or use MODE from the next turn on."""
-    import trio
-
     from agy_host.runtime.modes import no_plan_mode, plans
 
     assert chat.runtime is not None
@@ -162,23 +161,44 @@ async def _mode(chat: Chat, rest: str) -> None:
         if rest == "plan" and not plans(engine):
             chat.say(no_plan_mode(engine), "yellow")
             return
+        if rest != "-":
+            # A mode the agent does not list would fail every later turn (and
+            # /mode would go on showing it): refused here, the mode unchanged.
+            offered = await _modes(chat, quiet=True)
+            if offered is not None and offered.modes and not offered.offers(rest):
+                chat.say(f"{engine.agent_label()} has no mode {rest!r}; it offers: {offered.names()}", "yellow")
+                chat.say(f"mode: {_current(chat, chat.settings.mode, chat.host.config.mode)} (unchanged)")
+                return
         chat.settings.mode = None if rest == "-" else rest
         chat.say(f"mode: {_current(chat, chat.settings.mode, chat.host.config.mode)} (from the next turn)")
         return
     chat.say(f"mode: {_current(chat, chat.settings.mode, chat.host.config.mode)}")
-    catalog = None
+    catalog = await _modes(chat)
+    if catalog is None:
+        return
+    if not catalog.modes:
+        chat.say(f"  {engine.agent_label()} offers no modes", "dim")
+    for line in catalog.lines():
+        chat.say(f"  {line}")
+
+
+async def _modes(chat: Chat, *, quiet: bool = False) -> ModeCatalog | None:
+    """The agent's modes, asked within :data:`MODELS_TIMEOUT_S`; ``None``
+    (said, unless ``quiet``) when the engine could not tell."""
+    import trio
+
+    assert chat.runtime is not None
+    engine = chat.runtime.engine
     with trio.move_on_after(MODELS_TIMEOUT_S):
         try:
-            catalog = await engine.list_modes()
+            return await engine.list_modes()
         except Exception as exc:
-            chat.say(f"the {engine.ENGINE_NAME} engine could not list the agent's modes: {exc}", "yellow")
-            return
-    if catalog is None:
+            if not quiet:
+                chat.say(f"the {engine.ENGINE_NAME} engine could not list the agent's modes: {exc}", "yellow")
+            return None
+    if not quiet:
         chat.say(f"the engine did not list its modes within {MODELS_TIMEOUT_S:g}s", "yellow")
-    elif not catalog.modes:
-        chat.say(f"  {engine.agent_label()} offers no modes", "dim")
-    for line in catalog.lines() if catalog is not None else []:
-        chat.say(f"  {line}")
+    return None
 
 
 @command("/engine", "[NAME]")

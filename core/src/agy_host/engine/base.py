@@ -83,6 +83,16 @@ class ModeCatalog(msgspec.Struct, kw_only=True, omit_defaults=True):
     #: on Antigravity's ACP server.
     aliases: dict[str, str] = msgspec.field(default_factory=dict)
 
+    def offers(self, mode: str) -> bool:
+        """``mode`` is one of the agent's, by its id or another name the engine takes."""
+        ids = {m.id for m in self.modes}
+        return mode in ids or self.aliases.get(mode) in ids
+
+    def names(self) -> str:
+        """``default, autoEdit, yolo; accept-edits is auto_edit``: the ids and the other names."""
+        aliases = "".join(f"; {alias} is {target}" for alias, target in sorted(self.aliases.items()))
+        return ", ".join(m.id for m in self.modes) + aliases
+
     def lines(self) -> list[str]:
         """One line per mode (``* plan  Plan: Read-only mode``; ``*`` marks
         the current one), then the other names the engine takes."""
