@@ -347,3 +347,59 @@ def test_the_command_shows_the_turns_end_before_the_keepers_own_hooks_run(tmp_pa
         assert (folder / "hook").read_text() == "released", "turn_end came only after the keeper's hooks"
     finally:
         warm.close()
+
+
+def _edit_asking(*options: tuple[str, str]) -> dict[str, Any]:
+    """A permission request for an edit, offering ``(option id, kind)``; the
+    agent then says which option it got."""
+    offered = [{"optionId": oid, "name": f"option {oid}", "kind": kind} for oid, kind in options]
+    return {
+        "permission": {
+            "tool_call": {"toolCallId": "edit-1", "title": "Edit notes.txt", "kind": "edit"},
+            "options": offered,
+            "branches": {oid: [{"chunk": f"[{oid}]"}] for oid, _ in options},
+        }
+    }
+
+
+def test_an_always_answer_stays_with_the_command_that_gave_it(warm: Warm) -> None:
+    """The person picks "always": the warm agent is sent the one-time answer
+    (it outlives the command), the command's own memory answers its second
+    request without asking, and the next command is asked again."""
+    from agy_host.testing.terminal import Pty
+
+    asking = _edit_asking(("always", "allow_always"), ("once", "allow_once"), ("no", "reject_once"))
+    scenario = {"prompts": [[{"echo": True}], [asking, asking], [asking]]}
+    agent = fake_acp_agent_command(scenario, workdir=warm.tmp / "agents")
+    assert warm.run(agent, "a", "warm up", "--permissions", "ask").returncode == 0
+    with Pty() as tty:
+        tty.type("1\n")  # 1) option always
+        first = warm.run(agent, "a", "edit twice", "--permissions", "ask", AGY_HOST_TTY=tty.path)
+        screen = tty.screen()
+    context = f"{first.stdout}{first.stderr}\n{screen}"
+    assert first.returncode == 0 and "[once][once]" in first.stdout, context
+    assert screen.count("asks for permission") == 1, "the command remembers its own 'always'"
+    cards = [e for e in events(first) if e["type"] == "permission"]
+    assert [(c["selected"], c["policy"]) for c in cards] == [("once", "ask"), ("once", "remembered")], context
+    assert "sent to the warm agent as 'option once'" in cards[0]["reason"], context
+    later = warm.run(agent, "a", "edit again", "--permissions", "ask", AGY_HOST_TTY="none")
+    # this command's person never said "always", and nobody can be asked: refused
+    assert later.returncode == 5 and "[no]" in later.stdout, later.stdout
+    assert [m.get("method") for m in agent.received()].count("initialize") == 1, "one warm agent throughout"
+
+
+def test_an_agent_that_offers_no_one_time_answer_keeps_it_and_is_not_kept_warm(warm: Warm) -> None:
+    from agy_host.testing.terminal import Pty
+
+    asking = _edit_asking(("always", "allow_always"), ("no", "reject_once"))
+    scenario = {"prompts": [[{"echo": True}], [asking], [{"echo": True}]]}
+    agent = fake_acp_agent_command(scenario, workdir=warm.tmp / "agents")
+    assert warm.run(agent, "k", "warm up", "--permissions", "ask").returncode == 0
+    [before] = warm.status()["sessions"]
+    with Pty() as tty:
+        tty.type("1\n")  # 1) option always
+        ran = warm.run(agent, "k", "edit", "--permissions", "ask", AGY_HOST_TTY=tty.path)
+    assert ran.returncode == 0 and "[always]" in ran.stdout, ran.stderr
+    assert "is not kept warm for another command" in ran.stderr, ran.stderr
+    assert wait_gone(before["agent_pid"], 15), "the agent that keeps the answer ended with the command"
+    assert warm.status()["sessions"] == []

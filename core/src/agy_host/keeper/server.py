@@ -303,6 +303,11 @@ class Keeper:
                 if self.sessions.get(request.session) is not warm or warm.runtime is None or _stale(warm, request):
                     continue  # replaced, ended or unfit while this command waited: look again
                 await self._run_attached(frames, request, label, warm)
+                if warm.keeps_always:
+                    log(f"session {request.session!r}: its agent keeps an 'always' answer; not kept warm")
+                    if self.sessions.get(request.session) is warm:
+                        del self.sessions[request.session]
+                    await warm.close()
                 return
             finally:
                 warm.turn_lock.release()

@@ -37,6 +37,7 @@ from agy_host.contract.interactions import Answer, Question
 from agy_host.contract.permissions import PermissionDecision, PermissionRequest
 from agy_host.contract.tool_calls import ToolCall, ToolVerdict
 from agy_host.keeper import wire
+from agy_host.keeper.always import for_warm_agent
 from agy_host.keeper.relay import Relay
 from agy_host.runtime.host import Host
 
@@ -121,6 +122,8 @@ class RemoteHost(Host):
 
     def __init__(self, relay: Callable[[str], Relay | None], spec: wire.HostSpec, **kw: Any) -> None:
         self._relay = relay
+        #: Sessions whose agent keeps an "always" answer of a command (:mod:`agy_host.keeper.always`).
+        self.kept_always: set[str] = set()
         super().__init__(**kw)
         self.allowed_tools = list(spec.allowed_tools)
         self.disallowed_tools = list(spec.disallowed_tools)
@@ -139,7 +142,14 @@ class RemoteHost(Host):
         relay = self._relay(request.session)
         if relay is None:
             return PermissionDecision(option_id=None, policy="keeper", reason="no command is attached; cancelled")
-        return await relay.ask_permission(request)
+        decision, kept = for_warm_agent(request, await relay.ask_permission(request))
+        if kept and request.session not in self.kept_always:
+            self.kept_always.add(request.session)
+            relay.warning(
+                f"the agent offered no one-time answer, so it keeps this 'always' answer: session "
+                f"{request.session!r} is not kept warm for another command (it ends after this one)"
+            )
+        return decision
 
     async def ask_question(self, question: Question) -> Answer:
         relay = self._relay(question.session)
@@ -174,6 +184,13 @@ class WarmSession:
     @property
     def running(self) -> bool:
         return self.turn_lock.locked()
+
+    @property
+    def keeps_always(self) -> bool:
+        """The agent kept an "always" answer a command gave (it offered no
+        one-time option): it must not serve another command."""
+        host = self.agent.host
+        return host is not None and self.name in host.kept_always
 
     @property
     def idle_s(self) -> float:
