@@ -97,3 +97,34 @@ def test_the_help_says_modes_are_the_agents(tmp_path: Path) -> None:
         out = " ".join(agy_host(tmp_path, command, "--help").stdout.split())
         assert "--mode MODE The agent's mode, by the agent's own name" in out, out
         assert "accept-edits" not in out
+
+
+def test_the_mode_switch_an_always_answer_causes_is_a_notice_not_answer_text(tmp_path: Path) -> None:
+    """The Gemini CLI's "Allow for this session" on an edit switches it to
+    ``autoEdit`` and it says ``[MODE_UPDATE] autoEdit`` as a message chunk
+    (new-user trial): after the person answered "always", that chunk is the
+    agent's notice, not part of the answer."""
+    from agy_host.testing.terminal import Pty
+
+    options = [
+        {"optionId": "proceed_always", "name": "Allow for this session", "kind": "allow_always"},
+        {"optionId": "proceed_once", "name": "Allow", "kind": "allow_once"},
+        {"optionId": "cancel", "name": "Reject", "kind": "reject_once"},
+    ]
+    branches = {
+        "proceed_always": [{"chunk": "[MODE_UPDATE] autoEdit"}, {"chunk": "EDITED"}],
+        "*": [{"chunk": "EDITED"}],
+    }
+    tool = {"toolCallId": "write-1", "title": "Writing to out.txt", "kind": "edit"}
+    scenario = {"prompt": [{"permission": {"tool_call": tool, "options": options, "branches": branches}}]}
+    agent = fake_acp_agent_command(scenario, workdir=tmp_path / "agents", modes=GEMINI_MODES, config_options=None)
+    with Pty() as tty:
+        tty.type("1\n")  # 1) Allow for this session
+        proc = agy_host(
+            tmp_path, "run", "--agent", agent.command_line, "--permissions", "ask", "-f", "json", "go", tty=tty.path
+        )
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    [end] = [e for e in lines if e["type"] == "turn_end"]
+    assert end["response"] == "EDITED", proc.stdout
+    assert [e["message"] for e in lines if e.get("code") == "agent-mode"] == ["the agent's mode is now autoEdit"]

@@ -463,3 +463,17 @@ def test_a_mode_announcement_nobody_asked_for_is_the_models_text() -> None:
         level="info", message="the agent's mode is now plan", code="agent-mode"
     )
     assert m.map(_chunk("[MODE_UPDATE] plan")) == TextActivity(delta="[MODE_UPDATE] plan"), "announced once"
+
+
+def test_after_an_always_answer_the_agents_own_mode_switch_is_a_notice_once() -> None:
+    """The Gemini CLI switches to ``autoEdit`` on "Allow for this session"
+    and announces it: the one announcement after the host answered "always"
+    is the agent's, whatever mode it names; a second is the model's text."""
+    m = UpdateMapper()
+    assert m.map(_chunk("[MODE_UPDATE] autoEdit")) == TextActivity(delta="[MODE_UPDATE] autoEdit")
+    m.expect_mode_switch()
+    assert m.map_many([_chunk("[MODE_UPDATE] autoEdit"), _chunk("done")]) == [
+        NoticeActivity(level="info", message="the agent's mode is now autoEdit", code="agent-mode"),
+        TextActivity(delta="done"),
+    ]
+    assert m.map(_chunk("[MODE_UPDATE] yolo")) == TextActivity(delta="[MODE_UPDATE] yolo")

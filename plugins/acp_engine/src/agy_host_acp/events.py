@@ -61,6 +61,9 @@ _CONTENT_TEXT = operator.attrgetter("content.text")
 #: names the mode this turn asked for (:meth:`UpdateMapper.expect_mode`); the
 #: same words from the model (a chunk can be anything) stay its text.
 _MODE_MARK = "[MODE_UPDATE] "
+#: What :meth:`UpdateMapper.expect_mode_switch` awaits: any one mode (a
+#: name no mode has: it fails the announcement's pattern).
+_ANY_MODE = "*"
 _mode_update = re.compile(r"\[MODE_UPDATE\] ([A-Za-z0-9_.:-]{1,64})").fullmatch
 
 
@@ -240,13 +243,25 @@ class UpdateMapper:
         """The driver set ``mode`` for this turn: the agent may announce it."""
         self._modes_asked.add(mode)
 
+    def expect_mode_switch(self) -> None:
+        """The host answered "always" to a permission request: an agent may
+        switch its own mode for it (the Gemini CLI's "Allow for this session"
+        on an edit switches it to ``autoEdit``) and announce that, once."""
+        self._modes_asked.add(_ANY_MODE)
+
     def _announced(self, text: str) -> NoticeActivity | None:
         """The notice for a mode announcement this turn asked for, else ``None``."""
         said = _mode_update(text)
-        if said is None or said.group(1) not in self._modes_asked:
+        if said is None:
             return None
-        self._modes_asked.discard(said.group(1))
-        return _mode_notice(said.group(1))
+        mode = said.group(1)
+        if mode in self._modes_asked:
+            self._modes_asked.discard(mode)
+        elif _ANY_MODE in self._modes_asked:
+            self._modes_asked.discard(_ANY_MODE)
+        else:
+            return None
+        return _mode_notice(mode)
 
     @property
     def response(self) -> str:

@@ -142,6 +142,9 @@ class Turn(EngineTurn):
         card = None if question else self.mapper.permission_asked(tc, allowed=not refused)
         if card is not None:
             self.handle.emit(card)
+        if chosen is not None and chosen.kind == "allow_always" and not question:
+            # the Gemini CLI switches its own mode on "Allow for this session" and announces it
+            self.mapper.expect_mode_switch()
         self.timers.touch()
         if decision.option_id is None:
             return {"outcome": {"outcome": "cancelled"}}
