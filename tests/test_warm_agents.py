@@ -403,3 +403,24 @@ def test_an_agent_that_offers_no_one_time_answer_keeps_it_and_is_not_kept_warm(w
     assert "is not kept warm for another command" in ran.stderr, ran.stderr
     assert wait_gone(before["agent_pid"], 15), "the agent that keeps the answer ended with the command"
     assert warm.status()["sessions"] == []
+
+
+def test_a_replaced_warm_agent_says_what_differed_by_name_only(warm: Warm) -> None:
+    """New-user trial: a command from another shell replaced the warm agent
+    and lost a Gemini conversation without saying why. The command now says
+    which settings or variables differ (names, never values), and variables
+    a shell sets only for itself leave the agent warm."""
+    agent = fake_acp_agent_command("echo", workdir=warm.tmp / "agents")
+    assert warm.run(agent, "d", "one", PYENV_SHELL="bash").returncode == 0
+    [first] = warm.status()["sessions"]
+    same = warm.run(agent, "d", "two", PYENV_SHELL="zsh", VTE_VERSION="7600")
+    assert same.returncode == 0 and not of(same, "notice"), same.stdout
+    assert warm.status()["sessions"][0]["agent_pid"] == first["agent_pid"], "shell-only variables keep it warm"
+    other = warm.run(agent, "d", "three", MY_API_KEY="sk-secret-value", PYENV_SHELL="zsh")
+    assert other.returncode == 0, other.stderr
+    [notice] = [e for e in of(other, "notice") if e.get("code") == "warm-replaced"]
+    assert "the environment (MY_API_KEY)" in notice["message"], notice
+    assert "sk-secret-value" not in other.stdout + other.stderr
+    again = warm.run(agent, "d", "four", "--permissions", "ask", MY_API_KEY="sk-secret-value")
+    [notice] = [e for e in of(again, "notice") if e.get("code") == "warm-replaced"]
+    assert "other settings: --permissions;" in notice["message"], notice

@@ -30,6 +30,7 @@ import signal
 import socket
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -40,7 +41,7 @@ from agy_host.exit_codes import ExitCode
 from agy_host.keeper import wire
 from agy_host.keeper.relay import Relay
 from agy_host.keeper.shared import Agent, share_key
-from agy_host.keeper.warm import WarmSession, profile_of
+from agy_host.keeper.warm import WarmSession, differences, profile_of
 
 #: With no warm session and no client for this long, the keeper exits.
 EXIT_WHEN_EMPTY_S = 10.0
@@ -226,11 +227,12 @@ class Keeper:
 
     # -- a turn ------------------------------------------------------------------------------
 
-    async def _warm_for(self, request: wire.RunTurn) -> WarmSession:
+    async def _warm_for(self, request: wire.RunTurn, tell: Callable[[str], None] | None = None) -> WarmSession:
         """The session's warm session if it fits this command, else a new one
         (the old one ended: another engine, agent, cwd or environment, or its
         agent died). A session running a turn is returned as it is: the
-        caller waits for it, and replaces it afterwards when it does not fit."""
+        caller waits for it, and replaces it afterwards when it does not fit.
+        ``tell``: how the command learns why its warm agent was replaced."""
         assert self._nursery is not None
         async with self._starting:
             warm = self.sessions.get(request.session)
@@ -238,7 +240,10 @@ class Keeper:
                 return _served_thin(warm, request)
             if warm is not None and not warm.running and _stale(warm, request):
                 if warm.profile != _profile(request):
-                    why = "the command's settings differ"
+                    differ = differences(warm, request.cwd, request.host)
+                    why = f"its warm agent was started with other settings: {differ}"
+                    if tell is not None:
+                        tell(f"session {request.session!r}: {why}; that agent ends and a new one starts")
                 elif warm.outdated():
                     why = "another process ran a turn on it since"
                 else:
@@ -272,9 +277,10 @@ class Keeper:
 
     async def _turn(self, frames: wire.FrameStream, request: wire.RunTurn, label: str) -> None:
         told = False
+        notes: list[str] = []
         while True:
             try:
-                warm = await self._warm_for(request)
+                warm = await self._warm_for(request, notes.append)
             except NotWarm as exc:
                 await frames.send(wire.Refused(reason=str(exc), fallback=True))
                 return
@@ -282,6 +288,9 @@ class Keeper:
                 error = f"the keeper could not open the session: {type(exc).__name__}: {exc}"
                 await frames.send(wire.TurnDone(error=error))
                 return
+            for note in notes:
+                await frames.send(wire.Event(event=Notice(level="info", message=note, code="warm-replaced")))
+            notes.clear()
             if warm.running:
                 holder = warm.relay.label if warm.relay is not None else "another command"
                 if request.no_wait:

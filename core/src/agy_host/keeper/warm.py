@@ -75,11 +75,48 @@ VOLATILE_ENV = frozenset(
         "PROMPT_COMMAND",
         "HISTFILE",
         "HISTSIZE",
+        "HISTCONTROL",
+        "HISTFILESIZE",
+        "HISTTIMEFORMAT",
+        "GPG_TTY",
+        "LS_COLORS",
+        "LSCOLORS",
+        # what a shell's init scripts and terminal apps set for the shell itself
+        "PYENV_SHELL",
+        "PYENV_VIRTUALENV_INIT",
+        "VIRTUAL_ENV_PROMPT",
+        "STARSHIP_SHELL",
+        "STARSHIP_SESSION_KEY",
+        "TERM_SESSION_ID",
+        "SHELL_SESSION_ID",
+        "ITERM_SESSION_ID",
+        "ITERM_PROFILE",
+        "KONSOLE_DBUS_SESSION",
+        "KONSOLE_DBUS_WINDOW",
+        "KONSOLE_VERSION",
+        "VTE_VERSION",
+        "WT_SESSION",
+        "WT_PROFILE_ID",
         "AGY_HOST_TTY",
         "AGY_HOST_THIN",
         "PYTEST_CURRENT_TEST",
     }
 )
+
+#: The command-line names of the :class:`~agy_host.keeper.wire.HostSpec`
+#: fields a warm agent is fitted to (what :func:`differences` names).
+_SETTING_NAMES = {
+    "engine": "--engine",
+    "agent": "--agent",
+    "permissions": "--permissions",
+    "trace": "--trace",
+    "system_prompt": "--system-prompt",
+    "digest": "--digest",
+    "tools": "the program's tools",
+    "allowed_tools": "the allowed tools",
+    "disallowed_tools": "the disallowed tools",
+    "before_tool": "the program's before_tool",
+}
 
 
 def profile_of(name: str, cwd: str, spec: wire.HostSpec) -> str:
@@ -99,6 +136,24 @@ def profile_of(name: str, cwd: str, spec: wire.HostSpec) -> str:
     fixed = msgspec.structs.replace(spec, env=env, draws_diffs=False)
     blob = msgspec.json.encode({"session": name, "cwd": cwd, "host": fixed, "config": config_digest(spec.env)})
     return hashlib.sha256(blob).hexdigest()
+
+
+def differences(warm: WarmSession, cwd: str, spec: wire.HostSpec) -> str:
+    """What keeps ``warm`` from serving a command of ``cwd`` and ``spec``, in
+    a person's words: the settings by their option names, the environment by
+    the names of its variables (never their values: they hold API keys)."""
+    said = [name for field, name in _SETTING_NAMES.items() if getattr(warm.spec, field) != getattr(spec, field)]
+    if warm.cwd != cwd:
+        said.append("the working directory")
+    if warm.config != config_digest(spec.env):
+        said.append("the config file")
+    before = {k: v for k, v in warm.spec.env.items() if k not in VOLATILE_ENV}
+    now = {k: v for k, v in spec.env.items() if k not in VOLATILE_ENV}
+    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+    if changed:
+        named = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
+        said.append(f"the environment ({named})")
+    return ", ".join(said) or "the command's settings"
 
 
 def config_digest(env: Mapping[str, str]) -> str:
@@ -167,6 +222,8 @@ class WarmSession:
         self.spec = spec
         self.agent = agent
         self.profile = profile_of(name, cwd, spec)
+        #: The config file's digest the agent was built with (:func:`differences` names a change).
+        self.config = config_digest(spec.env)
         self.keep_alive_s = keep_alive_s
         self.relay: Relay | None = None
         self.runtime: SessionRuntime | None = None
@@ -301,4 +358,4 @@ class WarmSession:
                 relay.event(CommandsUpdated(commands=list(commands)))
 
 
-__all__ = ["VOLATILE_ENV", "RemoteHost", "WarmSession", "config_digest", "profile_of"]
+__all__ = ["VOLATILE_ENV", "RemoteHost", "WarmSession", "config_digest", "differences", "profile_of"]
