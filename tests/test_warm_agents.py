@@ -153,7 +153,12 @@ def test_sessions_cancel_ends_the_running_turn_from_another_terminal(warm: Warm)
     out, err = proc.communicate(timeout=RUN_TIMEOUT)
     assert proc.returncode == 130, out + err
     assert [s["warm"] for s in warm.status()["sessions"]] == [True], "the agent stays warm"
-    assert warm.cli("sessions", "cancel", "slow").returncode == 4  # nothing runs now
+    idle = warm.cli("sessions", "cancel", "slow")  # warm, nothing runs now: nothing to cancel
+    assert idle.returncode == 0 and "no turn is running on session 'slow'; nothing to cancel" in idle.stdout, idle
+    unknown = warm.cli("sessions", "cancel", "nosuch")
+    assert unknown.returncode == 4 and "no warm session 'nosuch'" in unknown.stderr, unknown
+    stop = warm.cli("sessions", "stop", "nosuch")
+    assert stop.returncode == 0 and "no warm agent for session 'nosuch'; nothing to stop" in stop.stdout, stop
 
 
 def test_a_killed_client_gets_its_turn_cancelled_and_the_agent_stays_warm(warm: Warm) -> None:

@@ -61,15 +61,20 @@ def register_warm_commands(sessions: typer.Typer, state: CliState) -> None:
                 + (f", its agent shared with {', '.join(info.shared_with)}" if info.shared_with else "")
             )
 
-    @sessions.command("cancel", help="Cancel the running turn of a warm session (its command exits 130).")
+    @sessions.command(
+        "cancel",
+        help="Cancel the running turn of a warm session (its command exits 130). An idle warm session has "
+        "nothing to cancel (exit 0); a session that is not warm exits 4.",
+    )
     def sessions_cancel(name: Annotated[str, typer.Argument(help="Host session name.", metavar="NAME")]) -> None:
         from agy_host.keeper import wire
 
         reply = _ask(state, wire.Cancel(session=name))
-        if not isinstance(reply, wire.Done) or not reply.count:
-            message = reply.message if isinstance(reply, wire.Done) else "no keeper is running"
-            fail(message, ExitCode.NO_SUCH_SESSION)
-        typer.echo(reply.message)
+        if isinstance(reply, wire.Done):
+            typer.echo(reply.message)  # cancelled, or an idle warm session: nothing to cancel (exit 0)
+            return
+        reason = reply.reason if isinstance(reply, wire.Refused) else f"no warm session {name!r} (no keeper running)"
+        fail(reason, ExitCode.NO_SUCH_SESSION)
 
     @sessions.command("stop", help="End warm agents gracefully: one session, or --all.")
     def sessions_stop(

@@ -189,14 +189,23 @@ class Keeper:
                 count = await self.stop(request.session, only_idle=request.only_idle)
             else:
                 count = await self.stop_all()
-            await frames.send(wire.Done(message=f"stopped {count} warm agent(s)", count=count))
+            if request.session and not count:
+                message = f"no warm agent for session {request.session!r}; nothing to stop"
+            else:
+                message = f"stopped {count} warm agent(s)"
+            await frames.send(wire.Done(message=message, count=count))
         elif isinstance(request, wire.Cancel):
             warm = self.sessions.get(request.session)
             if warm is not None and warm.running and warm.runtime is not None:
                 warm.runtime.abort("cancelled from another command")
                 await frames.send(wire.Done(message=f"cancelled the turn of session {request.session!r}", count=1))
+            elif warm is not None:
+                message = f"no turn is running on session {request.session!r}; nothing to cancel"
+                await frames.send(wire.Done(message=message, count=0))
             else:
-                await frames.send(wire.Done(message=f"no turn is running on session {request.session!r}", count=0))
+                await frames.send(
+                    wire.Refused(reason=f"no warm session {request.session!r}", code=ExitCode.NO_SUCH_SESSION)
+                )
         else:
             raise wire.FrameError(f"unexpected {type(request).__name__} as a request")
 
