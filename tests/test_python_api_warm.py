@@ -349,6 +349,8 @@ def test_a_busy_warm_agent_is_waited_for_or_refused_as_on_the_cold_path(
     assert any("is busy" in r.getMessage() and "wait=False" in r.getMessage() for r in caplog.records)
     ctrl_c = seen["ctrl-c"]
     assert ctrl_c.returncode == 130 and "nothing was sent" in ctrl_c.stdout, ctrl_c.stdout + ctrl_c.stderr
+    assert "leaving the queue; this command's turn never ran" in ctrl_c.stderr, ctrl_c.stderr
+    assert "interrupting the turn" not in ctrl_c.stderr, "it ran no turn to interrupt"
     sent = [json.dumps(r["params"]["prompt"]) for r in agent.requests("session/prompt")]
     assert len(sent) == 2 and "hold" in sent[0] and "after" in sent[1], "no queued turn reached the agent"
     assert (seen["holder"].stop_reason, seen["holder"].exit_code) == ("aborted", 130)

@@ -169,6 +169,7 @@ class RemoteRuntime:
         self._frames: wire.FrameStream | None = None
         self._nursery: trio.Nursery | None = None
         self._interrupts = 0
+        self._queued = False
         #: The last turn ran on an agent that was already warm.
         self.was_warm = False
 
@@ -188,7 +189,7 @@ class RemoteRuntime:
         except RuntimeError:  # the turn's nursery is closing: the turn has just ended
             return False
         self._interrupts += 1
-        notice = attached.interrupt_notice(self._interrupts, sig)
+        notice = attached.interrupt_notice(self._interrupts, sig, queued=self._queued)
         if notice is None:
             attached.leave_at_once(attached.exit_code_of(sig))
         self.say(notice)
@@ -221,6 +222,7 @@ class RemoteRuntime:
         here when a frame needs this command's host (a permission request, a
         question), with the interrupts its user gave so far."""
         self._interrupts = interrupts
+        self._queued = False
         try:
             async with trio.open_nursery() as nursery:
                 self._nursery = nursery
@@ -251,6 +253,7 @@ class RemoteRuntime:
                 raise KeeperGone(attached.KEEPER_ENDED)
             frame = wire.decode_for_client(raw)
             if isinstance(frame, wire.Event):
+                self._queued = attached.still_queued(self._queued, frame.event)
                 if self.sink is not None:
                     self.sink(frame.event)
             elif isinstance(frame, wire.DiffText):

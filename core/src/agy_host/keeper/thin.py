@@ -183,6 +183,8 @@ class ThinClient:
         #: The turn was sent: a signal interrupts it (before: it ends the command).
         self.sent = False
         self.interrupts = 0
+        #: Waiting for another command's turn on the session (the keeper said so).
+        self.queued = False
         self.terminated: signal.Signals | None = None
         self.leaving = False
         self.result: TurnResult | None = None
@@ -295,6 +297,7 @@ class ThinClient:
                 return
             frame, start = got
             if isinstance(frame, wire.Event):
+                self.queued = attached.still_queued(self.queued, frame.event)
                 draw(frame.event)
             elif isinstance(frame, wire.DiffText):
                 if self.diffs is not None:
@@ -486,7 +489,7 @@ class ThinClient:
             if not self.sent:
                 raise _BeforeTheTurn
             self.interrupts += 1
-            notice = attached.interrupt_notice(self.interrupts, ending)
+            notice = attached.interrupt_notice(self.interrupts, ending, queued=self.queued)
             if notice is None:
                 attached.leave_at_once(attached.exit_code_of(ending))
             print(notice, file=sys.stderr, flush=True)
