@@ -64,6 +64,10 @@ def test_a_keeper_that_ends_leaves_no_lock_or_folder_behind(warm: Warm) -> None:
     assert sorted(p.suffix for p in where.iterdir()) == [".lock", ".sock"]
     warm.close()
     assert not where.exists(), sorted(where.iterdir())
+    for args in (["sessions", "status"], ["sessions", "cancel", "w"], ["sessions", "stop", "--all"]):
+        warm.cli(*args)
+    assert warm.run(agent, "w", "cold", "--keep-alive", "0").returncode == 0
+    assert not where.exists(), "a command that only asks a running keeper made its folder again"
     assert warm.run(agent, "w", "two").returncode == 0, "the next command starts a keeper there again"
     assert warm.keeper_pid() is not None
 

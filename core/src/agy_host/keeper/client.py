@@ -56,9 +56,9 @@ class KeeperGone(Exception):
     """The keeper ended while this command's turn ran."""
 
 
-def _where(env: dict[str, str] | os._Environ[str], state_dir: Path) -> tuple[Path, str]:
+def _where(env: dict[str, str] | os._Environ[str], state_dir: Path, *, create: bool = True) -> tuple[Path, str]:
     try:
-        directory = place.runtime_dir(env, state_dir)
+        directory = place.runtime_dir(env, state_dir, create=create)
     except (place.PlaceError, OSError) as exc:
         raise KeeperUnavailable(str(exc)) from exc
     return directory, place.build_stamp()
@@ -87,7 +87,7 @@ def _spawn(directory: Path, build: str, state_dir: Path) -> None:
 async def connect(host: Host, *, start: bool = True, command: str = "") -> wire.FrameStream:
     """A greeted connection to this build's keeper; one is started when
     none listens (unless ``start`` is false: then :class:`KeeperUnavailable`)."""
-    directory, build = _where(dict(host.env), host.state_dir)
+    directory, build = _where(dict(host.env), host.state_dir, create=start)
     path = place.socket_path(directory, build)
     try:
         stream = await trio.open_unix_socket(str(path))

@@ -66,14 +66,19 @@ def installed() -> str:
     return ",".join(sorted(names))
 
 
-def runtime_dir(env: Mapping[str, str], state_dir: Path) -> Path:
-    """The private directory (created 0700; checked)."""
+def runtime_dir(env: Mapping[str, str], state_dir: Path, *, create: bool = True) -> Path:
+    """The private directory (created 0700; checked). ``create=False``: a
+    command that only talks to a keeper already running leaves a missing
+    directory missing (a keeper removes it when it ends; its socket cannot
+    be there either)."""
     base = env.get("XDG_RUNTIME_DIR", "").strip()
     where = Path(base) / "agy-host" if base and Path(base).is_dir() else state_dir / "run"
     if len(str(where)) + 40 > _MAX_SOCKET_PATH:
         # too long for a socket path: a short one, still this state dir's own
         tag = hashlib.sha256(str(state_dir).encode()).hexdigest()[:12]
         where = Path("/tmp") / f"agy-host-{os.getuid()}-{tag}"
+    if not create and not where.exists():
+        return where
     where.mkdir(parents=True, exist_ok=True, mode=0o700)
     info = where.lstat()
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():

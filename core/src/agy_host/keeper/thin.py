@@ -261,7 +261,7 @@ class ThinClient:
         from agy_host.keeper import place
 
         try:
-            directory = place.runtime_dir(self.env, config_mod.state_dir(self.env))
+            directory = place.runtime_dir(self.env, config_mod.state_dir(self.env), create=False)
         except (place.PlaceError, OSError):
             return False
         build = place.build_stamp()
