@@ -289,7 +289,8 @@ def test_without_a_keeper_or_a_fitting_warm_agent_the_normal_path_runs(thin: Thi
     assert [e["type"] for e in first.events()] == ["turn_start", "text", "turn_end", "done"], first.context()
     other = thin.command(two, "f", "two", "-f", "json")  # another agent: the keeper refuses the thin client
     assert other.code == 0 and not other.thin, other.context()
-    assert [e["type"] for e in other.events()] == ["turn_start", "text", "turn_end", "done"], other.context()
+    assert [e["type"] for e in other.events()] == ["notice", "turn_start", "text", "turn_end", "done"], other.context()
+    assert other.events()[0]["code"] == "warm-replaced" and "other settings: --agent;" in other.events()[0]["message"]
     assert other.events()[-2]["response"] == "two"
     cold = thin.command(two, "f", "three", "-f", "json", "--keep-alive", "0")
     assert cold.code == 0 and "agy_host.keeper.thin" in cold.imported and not cold.thin, cold.context()
