@@ -430,6 +430,8 @@ def test_a_replaced_warm_agent_says_what_differed_by_name_only(warm: Warm) -> No
     [notice] = [e for e in of(other, "notice") if e.get("code") == "warm-replaced"]
     assert "the environment (MY_API_KEY)" in notice["message"], notice
     assert "sk-secret-value" not in other.stdout + other.stderr
-    again = warm.run(agent, "d", "four", "--permissions", "ask", MY_API_KEY="sk-secret-value")
+    asked = warm.run(agent, "d", "four", "--permissions", "ask", MY_API_KEY="sk-secret-value")
+    assert asked.returncode == 0 and not of(asked, "notice"), "--permissions ask is the default's policy"
+    again = warm.run(agent, "d", "five", "--permissions", "auto", MY_API_KEY="sk-secret-value")
     [notice] = [e for e in of(again, "notice") if e.get("code") == "warm-replaced"]
     assert "other settings: --permissions;" in notice["message"], notice

@@ -37,7 +37,7 @@ def for_warm_agent(request: PermissionRequest, decision: PermissionDecision) -> 
     said = f"{decision.reason}; " if decision.reason else ""
     reason = (
         f"{said}{chosen.name or chosen.option_id!r} sent to the warm agent as {once.name or once.option_id!r}: "
-        "the agent outlives this command, which remembers the answer"
+        "the agent outlives this command; agy-host remembers the answer until the command ends"
     )
     return PermissionDecision(option_id=once.option_id, policy=decision.policy, reason=reason), False
 

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from agy_host.keeper import attached, place, wire
+from agy_host.service.unattended import chosen_policy
 
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
@@ -339,7 +340,10 @@ def run_request(
         env=dict(host.env),
         engine=host.engine_flag,
         agent=host.agent,
-        permissions=host.permissions_flag,
+        # the policy by name, as resolved here: `--permissions ask` and the
+        # default ask are one setting for the warm agent (the command's own
+        # broker decides how it asks)
+        permissions=chosen_policy(host.permissions_flag, host.config.permissions.policy)[0],
         trace=trace,
         system_prompt=system_prompt,
         digest=digest,

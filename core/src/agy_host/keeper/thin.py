@@ -90,7 +90,7 @@ def run(args: list[str], env: Mapping[str, str] | None = None) -> int | None:
     if policy not in _POLICIES or (policy not in {"auto", "deny"} and config.permissions.ask_fallback == "fail"):
         return None
     try:
-        request = _request(parsed, env, keep)
+        request = _request(parsed, env, keep, policy)
     except (KeyError, TypeError, ValueError):  # the wire grew a setting this client does not know
         return None
     return ThinClient(parsed, env, request).run()
@@ -123,9 +123,10 @@ def quiet_config(env: Mapping[str, str]) -> Config | None:
     return loaded
 
 
-def _request(args: ThinArgs, env: Mapping[str, str], keep_alive_s: float) -> wire.RunTurn:
+def _request(args: ThinArgs, env: Mapping[str, str], keep_alive_s: float, policy: str) -> wire.RunTurn:
     """The ``run`` frame the full client would send
-    (:func:`agy_host.keeper.client.run_request`), asking for a warm agent only."""
+    (:func:`agy_host.keeper.client.run_request`), asking for a warm agent only;
+    ``policy``: the permission policy's name, as the command resolved it."""
     from agy_host.contract.prompt import TextBlock
 
     settings = args.settings()
@@ -133,7 +134,7 @@ def _request(args: ThinArgs, env: Mapping[str, str], keep_alive_s: float) -> wir
         env=dict(env),
         engine=args.engine or None,
         agent=args.agent or None,
-        permissions=args.permissions or None,
+        permissions=policy,
         system_prompt=args.system_prompt,
         digest=args.digest,
     )
