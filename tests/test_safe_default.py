@@ -230,3 +230,26 @@ def test_a_program_without_a_permissions_callback_fails_closed(tmp_path: Path, l
     assert raised is not None and 'permissions="auto"' in str(raised), raised
     assert "asks for permission" not in screen, f"the program was prompted at the terminal:\n{screen}"
     assert answers(agent) == ["deny", "deny"]
+
+
+def test_stream_json_never_shows_a_call_agy_denied_as_done_first(tmp_path: Path) -> None:
+    """agy >= 1.2.17 reports a command it denied (headless, it cannot ask)
+    as a "done" step, and names the denial only in its result: the card
+    goes from started to denied, never through done (new-user trial)."""
+    pytest.importorskip("agy_host_stream_json.engine", reason="the stream-json engine is not installed")
+    from agy_host.testing.agy_cli.agent import make_fake_agy
+
+    steps = [{"tool": {"name": "run_command", "params": {"CommandLine": "make"}}}, {"say": "tried"}]
+    agy = make_fake_agy(tmp_path / "fake-agy", {"build": "1.2.17", "turns": [steps]})
+    proc = subprocess.run(
+        [sys.executable, "-m", "agy_host.cli.main", "run", "--engine", "stream-json", "--format", "json", "go"],
+        env=isolated_env(tmp_path / "home", AGY_HOST_TTY="none") | agy.env,
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=90,
+    )
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    cards = [e["status"] for e in events if e["type"] == "tool"]
+    assert proc.returncode == 5 and cards == ["started", "denied"], proc.stdout

@@ -165,3 +165,49 @@ def test_reset_note_and_composed_messages() -> None:
     assert (message, kind) == ("agy exited mid-turn (killed by SIGKILL)", "exited")
     message, kind = death_failure(1, "", ["Error: authentication required. Run 'agy' to log in."], False)
     assert kind == "auth" and message.startswith("agy failed: Error: authentication required")
+
+
+def _tool_done(m: StepMapper, index: int, name: str, output: str | None) -> None:
+    info = ToolInfo(name=name, parameters={}, output=output)
+    m.step(Step(step_index=index, state="DONE", step_type="tool", tool_name=name, tool_info=info))
+
+
+def _cards(out: list[Activity]) -> list[tuple[str, str]]:
+    return [
+        (a.call_id, "denied" if a.denied else "done") if isinstance(a, ToolDoneActivity) else (a.call_id, "refused")
+        for a in out
+        if isinstance(a, ToolDoneActivity | PermissionActivity)
+    ]
+
+
+def test_a_call_agy_denies_is_never_shown_done_first() -> None:
+    """agy >= 1.2.17 reports a denied command as a "done" step without
+    output and names the denial only in its result: without skip-permissions
+    that "done" waits for the result, and a command the result does not
+    name is shown done then (as is one that ran with output, at once)."""
+    out: list[Activity] = []
+    m = StepMapper(out.append, skip_permissions=False)
+    _tool_done(m, 1, "run_command", None)
+    _tool_done(m, 2, "run_command", "ran")
+    _tool_done(m, 3, "write_to_file", None)
+    _tool_done(m, 4, "list_dir", None)  # reads run: not held
+    assert _cards(out) == [("step-2", "done"), ("step-4", "done")]
+    m.apply_denied([DeniedAction(action="command", display_name="RunCommand")])
+    assert _cards(out)[2:] == [("step-1", "refused"), ("step-1", "denied"), ("step-3", "done")]
+
+
+def test_held_cards_come_out_when_the_turn_ends_without_a_result() -> None:
+    out: list[Activity] = []
+    m = StepMapper(out.append, skip_permissions=False)
+    _tool_done(m, 1, "run_command", None)
+    assert _cards(out) == []
+    m.release()
+    assert _cards(out) == [("step-1", "done")]
+
+
+def test_nothing_is_held_when_agy_denies_nothing() -> None:
+    for kwargs in ({"skip_permissions": True}, {"skip_permissions": False, "mode": "accept-edits"}):
+        out: list[Activity] = []
+        m = StepMapper(out.append, **kwargs)  # type: ignore[arg-type]
+        _tool_done(m, 1, "write_to_file", None)
+        assert _cards(out) == [("step-1", "done")], kwargs

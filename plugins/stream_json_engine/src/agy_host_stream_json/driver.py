@@ -404,6 +404,7 @@ class StreamJsonDriver:
             outcome = settle.failed(turn, f"stream-json turn failed: {type(exc).__name__}: {exc}", "internal")
         finally:
             self.turns.done(turn)
+        turn.mapper.release()  # a turn cut short before agy's result: its held cards as they were
         if turn.conversation_id:
             self.bound_conversation = turn.conversation_id
             if turn.result is None:

@@ -150,6 +150,12 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+#: The tools headless agy denies unless permissions are skipped: commands,
+#: and writes outside ``accept-edits`` (reads it runs; a denied one is rare).
+_DENIED_COMMANDS = frozenset(_norm(name) for name in _ACTION_TOOLS["command"])
+_DENIED_WRITES = frozenset(_norm(name) for name in _ACTION_TOOLS["write_file"])
+
+
 class _Tool:
     __slots__ = ("args", "call_id", "denied", "done_empty", "kind", "name")
 
@@ -187,8 +193,16 @@ def _diff(name: str, args: dict[str, Any]) -> FileDiff | None:
 class StepMapper:
     """Stateful mapping of one turn's steps; activities go to ``emit``."""
 
-    def __init__(self, emit: Emit) -> None:
+    def __init__(self, emit: Emit, *, skip_permissions: bool = True, mode: str | None = None) -> None:
         self._emit = emit
+        #: Without skip-permissions agy denies commands (and writes, outside
+        #: ``accept-edits``), and on >= 1.2.17 says so only in the result, after
+        #: a "done" step without output: such a "done" is held until then
+        #: (:meth:`release`), so a denied call is never shown done first.
+        self._held_tools: frozenset[str] = frozenset()
+        if not skip_permissions:
+            self._held_tools = _DENIED_COMMANDS | (frozenset() if mode == "accept-edits" else _DENIED_WRITES)
+        self._held: dict[str, ToolDoneActivity] = {}
         #: One guard per agent_response step, in step order.
         self._texts: dict[str, CumulativeGuard] = {}
         self.usage = UsageSum()
@@ -280,16 +294,18 @@ class StepMapper:
             if kind == "subagent" and not output:
                 output = _subagent_summary(args.get("subagents"))
             known.done_empty = not output
-            self._emit(
-                ToolDoneActivity(
-                    call_id=call_id,
-                    name=known.name,
-                    kind=known.kind,
-                    args=known.args,
-                    output=output,
-                    diff=_diff(known.name, known.args),
-                )
+            done = ToolDoneActivity(
+                call_id=call_id,
+                name=known.name,
+                kind=known.kind,
+                args=known.args,
+                output=output,
+                diff=_diff(known.name, known.args),
             )
+            if known.done_empty and _norm(known.name) in self._held_tools:
+                self._held[call_id] = done
+            else:
+                self._emit(done)
         elif step.state == "ERROR":
             message = (error_text(info.error) if info else "") or step.error_message or error_text(step.error)
             denied = is_denial(message)
@@ -332,6 +348,7 @@ class StepMapper:
                 self._emit(denial(f"denied-{len(self.denied)}", label))
                 continue
             tool.denied = True
+            self._held.pop(tool.call_id, None)
             self.denied.append(tool.name)
             self._emit(denial(tool.call_id, _title(tool.args) or tool.name))
             self._emit(
@@ -339,7 +356,15 @@ class StepMapper:
                     call_id=tool.call_id, name=tool.name, kind=tool.kind, args=tool.args, output="", denied=True
                 )
             )
+        self.release()
         return unmatched
+
+    def release(self) -> None:
+        """Show the "done" cards held for agy's verdict (see ``__init__``):
+        the result named no denial for them, or the turn ended without one."""
+        held, self._held = self._held, {}
+        for done in held.values():
+            self._emit(done)
 
 
 def _subagent_summary(subagents: Any) -> str:

@@ -33,7 +33,7 @@ MAX_WIRE_NOTICES = 3
 class Turn(EngineTurn):
     def __init__(self, request: TurnRequest) -> None:
         super().__init__(request)
-        self.mapper = StepMapper(self.handle.emit)
+        self.mapper = StepMapper(self.handle.emit, skip_permissions=request.skip_permissions, mode=request.mode)
         self.child: AgyProcess | None = None
         self.result: Result | None = None
         self.eof = False
