@@ -291,6 +291,12 @@ def test_config_show_set_path(cli: Cli, agy_host_home: Any) -> None:
     assert code == 1 and "negative" in err
     code, out, _ = cli("config", "show", "--format", "json")
     assert json.loads(out)["config"]["turn"]["timeout_minutes"] == 2.5
+    code, out, _ = cli("config", "unset", "turn.timeout_minutes")
+    assert code == 0 and "turn.timeout_minutes removed from" in out and "its default again" in out
+    code, out, _ = cli("config", "show", "--format", "json")
+    assert json.loads(out)["config"]["turn"]["timeout_minutes"] == 10
+    code, out, _ = cli("config", "unset", "turn.timeout_minutes")
+    assert code == 0 and "is not set in" in out and "nothing changed" in out
 
 
 def test_sessions_list_and_forget(cli: Cli) -> None:

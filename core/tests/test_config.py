@@ -3,6 +3,7 @@ a broken file moved aside (never clobbered), ``set`` writing one key atomically.
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,35 @@ def test_to_toml_round_trips(tmp_path: Path) -> None:
     again = tmp_path / "again.toml"
     again.write_text(config.to_toml(cfg))
     assert _load(again) == (cfg, [])
+
+
+def test_unset_value_removes_a_key_and_the_tables_it_leaves_empty(tmp_path: Path) -> None:
+    from agy_host.config import unset_value
+
+    target = tmp_path / "config.toml"
+    assert unset_value("model", path=target) == (target, False), "no file: nothing to remove, nothing created"
+    assert not target.exists()
+    text = 'model = "m"\n[turn]\ntimeout_minutes = 3\n[permissions]\npolicy = "auto"\nrules_default = "ask"\n'
+    target.write_text(text)
+    assert unset_value("turn.timeout_minutes", path=target) == (target, True)
+    assert unset_value("permissions.policy", path=target) == (target, True)
+    assert unset_value("permissions.nothing", path=target) == (target, False)
+    assert unset_value("model.sub", path=target) == (target, False), "a value is not a table"
+    left = tomllib.loads(target.read_text())
+    assert left == {"model": "m", "permissions": {"rules_default": "ask"}}, "the emptied [turn] went too"
+
+
+def test_unset_value_refuses_a_file_that_is_not_toml_and_writes_through_a_symlink(tmp_path: Path) -> None:
+    from agy_host.config import ConfigError, unset_value
+
+    real = tmp_path / "dotfiles" / "config.toml"
+    real.parent.mkdir()
+    real.write_text('model = "m"\n')
+    link = tmp_path / "config.toml"
+    link.symlink_to(real)
+    assert unset_value("model", path=link)[1] is True
+    assert link.is_symlink() and real.read_text().strip() == ""
+    real.write_text("not = [toml")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        unset_value("model", path=link)
+    assert real.read_text() == "not = [toml", "never clobbered"

@@ -149,9 +149,10 @@ EVERYDAY: dict[str, tuple[tuple[str, str], ...] | str] = {
     "agy-host plugins": (("harness", HARNESS_EVERYDAY),),
     "agy-host models": (("harness", HARNESS_EVERYDAY),),
     "agy-host engine": (("harness", HARNESS_EVERYDAY),),
-    "agy-host config show | set KEY VALUE": (
-        "a synopsis of two commands, not one to paste: `agy-host config show` runs in "
-        f"{HARNESS_EVERYDAY} and `agy-host config set` sets up the places of this suite"
+    "agy-host config show | set KEY VALUE | unset KEY": (
+        "a synopsis of three commands, not one to paste: `agy-host config show` runs in "
+        f"{HARNESS_EVERYDAY}, `agy-host config set` sets up the places of this suite, and "
+        "`config unset` is core/tests/test_cli.py::test_config_show_set_path"
     ),
     "agy-host acp-auth": (("gemini", GEMINI_EVERYDAY),),
     "agy-host acp-auth --logout": (("gemini", GEMINI_EVERYDAY),),

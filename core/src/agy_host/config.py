@@ -530,6 +530,45 @@ def set_value(dotted: str, text: str, path: Path | None = None, env: Mapping[str
     return target
 
 
+def unset_value(dotted: str, path: Path | None = None, env: Mapping[str, str] | None = None) -> tuple[Path, bool]:
+    """Remove one key from the config file atomically, keeping everything
+    else (tables left empty go too), so the key takes its default again;
+    whether the file had it. A file that does not parse is refused."""
+    import tomli_w
+
+    from agy_host import fsutil
+
+    target = path or config_path(env)
+    if target.is_symlink():
+        target = target.resolve()  # as set_value: the link's target changes, the link stays
+    with fsutil.locked(target):
+        if not target.exists():
+            return target, False
+        try:
+            raw: dict[str, Any] = tomllib.loads(target.read_text("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise ConfigError(f"{target} is not valid TOML ({exc}); fix or remove it first") from exc
+        if not _unset_dotted(raw, dotted.split(".")):
+            return target, False
+        fsutil.write_atomic(target, tomli_w.dumps(raw).encode("utf-8"))
+    return target, True
+
+
+def _unset_dotted(node: dict[str, Any], parts: list[str]) -> bool:
+    head, rest = parts[0], parts[1:]
+    if not rest:
+        return node.pop(head, _MISSING) is not _MISSING
+    child = node.get(head)
+    if not isinstance(child, dict) or not _unset_dotted(child, rest):
+        return False
+    if not child:
+        del node[head]
+    return True
+
+
+_MISSING = object()
+
+
 def to_toml(cfg: Config) -> str:
     """The effective config as TOML (for ``config show``)."""
     import tomli_w

@@ -1,4 +1,4 @@
-"""``agy-host config show|set|path``: the effective config and its file."""
+"""``agy-host config show|set|unset|path``: the effective config and its file."""
 
 from __future__ import annotations
 
@@ -70,6 +70,27 @@ def register(app: typer.Typer, state: CliState) -> None:
             fail(f"cannot write {path}: {exc}")
         var = next((v for v, k in config.ENV_OVERRIDES.items() if k == key and v in state.env), None)
         typer.echo(f"{key} = {value!s} written to {path}")
+        if var is not None:
+            typer.echo(f"agy-host: warning: ${var} is set and overrides {key} in this environment", err=True)
+
+    @group.command("unset", help="Remove KEY from the config file, atomically, so it takes its default again.")
+    def unset(
+        key: Annotated[str, typer.Argument(help="Dotted key, e.g. permissions.policy, model.", metavar="KEY")],
+    ) -> None:
+        from agy_host import config
+
+        path = config.config_path(state.env)
+        try:
+            _, removed = config.unset_value(key, path=path)
+        except config.ConfigError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot write {path}: {exc}")
+        if removed:
+            typer.echo(f"{key} removed from {path}; it takes its default again")
+        else:
+            typer.echo(f"{key} is not set in {path}; nothing changed")
+        var = next((v for v, k in config.ENV_OVERRIDES.items() if k == key and v in state.env), None)
         if var is not None:
             typer.echo(f"agy-host: warning: ${var} is set and overrides {key} in this environment", err=True)
 
