@@ -215,6 +215,8 @@ def test_the_default_with_nobody_to_ask_refuses_a_command_and_says_how_to_allow(
     [refused] = run.of("permission")
     assert refused["policy"] == "ask" and "nobody could be asked" in refused["reason"], refused
     assert "To allow: --permissions auto" in run.end["error"] and run.of("done")[0]["error"] == run.end["error"], run
+    # the harness's report of the hook's denial repeats that reason: not shown again as a warning
+    assert not [n for n in run.of("notice") if n.get("code") == "harness-error"], run
 
 
 def test_dynamic_policy_asks_the_host_and_its_answer_is_kept(hhome: HarnessHome) -> None:

@@ -45,6 +45,9 @@ SYSTEM_TITLE = "Instructions from agy-host"
 #: a denied call only as an error step with this text, so the mapping finds
 #: the tool there (``run_command denied by ...``).
 STATIC_DENIAL = "denied by agy-host's permission policy 'deny'"
+#: What the harness says of a step agy-host's pre-tool hook refused
+#: (:mod:`.pre_tool`): "denied by pre-tool hook: REASON".
+HOOK_DENIAL = "denied by pre-tool hook:"
 
 
 class Profile(msgspec.Struct, kw_only=True, frozen=True):
@@ -266,6 +269,7 @@ def build(
 
 
 __all__ = [
+    "HOOK_DENIAL",
     "GATED_TOOLS",
     "STATIC_DENIAL",
     "Endpoint",

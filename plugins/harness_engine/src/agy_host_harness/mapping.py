@@ -39,7 +39,7 @@ from agy_host.contract.events import (
     ToolStartActivity,
 )
 from agy_host_harness import wire
-from agy_host_harness.harness_config import STATIC_DENIAL
+from agy_host_harness.harness_config import HOOK_DENIAL, STATIC_DENIAL
 
 #: Command output kept on a card (the rest is elided, the head and tail kept).
 MAX_OUTPUT_CHARS = 16_000
@@ -155,6 +155,10 @@ class StepMapper:
             self._emit(ToolErrorActivity(call_id=call_id, name=tool, message=message, denied=True))
             return
         detail = step.text or message
+        if HOOK_DENIAL in message or HOOK_DENIAL in detail:
+            # agy-host's own refusal, through its pre-tool hook: the refused
+            # permission (and the closing line) said it already, reason and all
+            return
         if detail not in self.errors:
             self.errors.append(detail)
             self._emit(NoticeActivity(level="warning", message=f"harness: {detail}", code="harness-error"))
