@@ -149,3 +149,29 @@ def test_transcripts_can_be_turned_off(cli: Cli, agy_host_home: Any) -> None:
     agy_host_home.write_config({"transcripts": {"enabled": False}})
     assert cli("run", "--session", "off", "hi")[0] == 0
     assert not transcript_path("off").exists()
+
+
+def test_the_user_line_has_the_time_the_prompt_went_and_the_answer_when_it_ended(
+    agy_host_home: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New-user trial: both lines carried the turn's end time."""
+    from agy_host.contract.events import TurnEnded, TurnStarted
+    from agy_host.contract.run_context import TurnContext
+    from agy_host.runtime import store
+
+    times = iter(["2026-12-05T10:00:00Z", "2026-12-05T10:00:42Z"])
+    monkeypatch.setattr(store, "utc_now", lambda: next(times))
+    observer = transcripts.TranscriptObserver()
+    ctx = TurnContext(
+        session="when", engine="echo", cwd="/p", user_text="hi", new_conversation=True, config=None, env={}
+    )
+    observer.started(ctx)
+    observer.event(TurnStarted(session="when", engine="echo", agent="a"))
+    observer.event(TurnEnded(stop_reason="stop", duration_s=42.0, response="hello", conversation_id="c"))
+    user, answer = read_transcript("when")
+    assert (user.role, user.ts, answer.role, answer.ts) == (
+        "user",
+        "2026-12-05T10:00:00Z",
+        "assistant",
+        "2026-12-05T10:00:42Z",
+    )

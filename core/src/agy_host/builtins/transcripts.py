@@ -215,7 +215,7 @@ def never_started(ended: TurnEnded) -> bool:
 
 
 class _Turn:
-    __slots__ = ("agent", "cwd", "enabled", "engine", "env", "session", "tools", "user_text")
+    __slots__ = ("agent", "asked_at", "cwd", "enabled", "engine", "env", "session", "tools", "user_text")
 
     def __init__(self, ctx: TurnContext) -> None:
         self.session = ctx.session
@@ -226,6 +226,9 @@ class _Turn:
         transcripts = getattr(ctx.config, "transcripts", None)
         self.enabled = bool(getattr(transcripts, "enabled", True))
         self.agent = ""
+        #: When the prompt went to the agent (the user line's time; the
+        #: answer's is when the turn ended).
+        self.asked_at = ""
         self.tools: list[ToolUseRequested] = []
 
 
@@ -245,7 +248,10 @@ class TranscriptObserver:
             case TurnStarted():
                 pending, self._pending = self._pending, None
                 if pending is not None and pending.session == event.session:
+                    from agy_host.runtime.store import utc_now
+
                     pending.agent = event.agent
+                    pending.asked_at = utc_now()
                     self._turn = pending
                 else:
                     self._turn = None  # a turn this observer did not see start: nothing to write
@@ -264,11 +270,11 @@ class TranscriptObserver:
 
         ts = utc_now()
 
-        def entry(role: Role, **fields: object) -> TranscriptEntry:
+        def entry(role: Role, at: str = ts, **fields: object) -> TranscriptEntry:
             return msgspec.convert(
                 {
                     "v": TRANSCRIPT_VERSION,
-                    "ts": ts,
+                    "ts": at,
                     "role": role,
                     "engine": turn.engine,
                     "agent": turn.agent,
@@ -278,7 +284,7 @@ class TranscriptObserver:
                 TranscriptEntry,
             )
 
-        entries = [entry("user", text=turn.user_text, cwd=turn.cwd)]
+        entries = [entry("user", turn.asked_at or ts, text=turn.user_text, cwd=turn.cwd)]
         for tool in turn.tools:
             called = msgspec.json.encode(tool.args).decode() if tool.args else "{}"
             entries.append(
