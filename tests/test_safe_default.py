@@ -241,15 +241,8 @@ def test_stream_json_never_shows_a_call_agy_denied_as_done_first(tmp_path: Path)
 
     steps = [{"tool": {"name": "run_command", "params": {"CommandLine": "make"}}}, {"say": "tried"}]
     agy = make_fake_agy(tmp_path / "fake-agy", {"build": "1.2.17", "turns": [steps]})
-    proc = subprocess.run(
-        [sys.executable, "-m", "agy_host.cli.main", "run", "--engine", "stream-json", "--format", "json", "go"],
-        env=isolated_env(tmp_path / "home", AGY_HOST_TTY="none") | agy.env,
-        cwd=tmp_path,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
+    env = env_for(tmp_path, "stream-json", AGY_HOST_TTY="none") | agy.env
+    proc = agy_run(env, tmp_path, "run", "--format", "json", "go")
     events = [json.loads(line) for line in proc.stdout.splitlines()]
     cards = [e["status"] for e in events if e["type"] == "tool"]
     assert proc.returncode == 5 and cards == ["started", "denied"], proc.stdout
