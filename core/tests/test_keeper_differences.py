@@ -7,11 +7,11 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from agy_host.keeper import wire
-from agy_host.keeper.warm import WarmSession, config_digest, differences
+from agy_host.keeper.profile import Fitted, config_digest, differences
 
 
-def _warm(spec: wire.HostSpec, cwd: str = "/p") -> WarmSession:
-    return cast("WarmSession", SimpleNamespace(spec=spec, cwd=cwd, config=config_digest(spec.env)))
+def _warm(spec: wire.HostSpec, cwd: str = "/p") -> Fitted:
+    return cast("Fitted", SimpleNamespace(spec=spec, cwd=cwd, config=config_digest(spec.env)))
 
 
 def _spec(**kw: Any) -> wire.HostSpec:

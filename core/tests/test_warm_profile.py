@@ -1,11 +1,11 @@
-"""Which warm agent a command may use: :func:`agy_host.keeper.warm.profile_of`."""
+"""Which warm agent a command may use: :func:`agy_host.keeper.profile.profile_of`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from agy_host.keeper import wire
-from agy_host.keeper.warm import profile_of
+from agy_host.keeper.profile import profile_of
 
 
 def test_the_environments_order_does_not_change_the_profile(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ before it carried already: through the keeper a flood's 12 MB went over the
 socket twice, encoded by the keeper and decoded by the client after the
 agent had answered, on the turn's critical path. A client that draws every
 event of its turn asks for the answer once (``RunTurn.rebuild_answer``):
-the keeper's :class:`Relay <agy_host.keeper.warm.Relay>` leaves it out of
+the keeper's :class:`Relay <agy_host.keeper.relay.Relay>` leaves it out of
 ``turn_end`` when it is exactly the text the events carried
 (:func:`same_text`), and the client's :class:`AnswerRebuilder` puts it back
 before its renderer sees the event. Any other answer (an engine whose final

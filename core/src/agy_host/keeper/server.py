@@ -39,9 +39,10 @@ import trio
 from agy_host.contract.events import Notice
 from agy_host.exit_codes import ExitCode
 from agy_host.keeper import wire
+from agy_host.keeper.profile import differences, profile_of
 from agy_host.keeper.relay import Relay
 from agy_host.keeper.shared import Agent, share_key
-from agy_host.keeper.warm import WarmSession, differences, profile_of
+from agy_host.keeper.warm import WarmSession
 
 #: With no warm session and no client for this long, the keeper exits.
 EXIT_WHEN_EMPTY_S = 10.0

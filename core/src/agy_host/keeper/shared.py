@@ -36,12 +36,14 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from agy_host.engine.turn import DriverTurns
 from agy_host.keeper import wire
+from agy_host.keeper.profile import profile_of
+from agy_host.keeper.remote_host import RemoteHost
 from agy_host.runtime.session import SessionRuntime
 
 if TYPE_CHECKING:
@@ -50,7 +52,6 @@ if TYPE_CHECKING:
     from agy_host.engine.driver import DriverSnapshot, TurnDriver, TurnHandle, TurnRequest
     from agy_host.keeper.proxy_tools import CallClient
     from agy_host.keeper.relay import Relay
-    from agy_host.keeper.warm import RemoteHost, WarmSession
 
 #: The session whose turn is running in this task (set by :meth:`Agent.turn_of`):
 #: a host tool called from the turn's own task answers to that session's client.
@@ -59,13 +60,21 @@ _CURRENT: contextvars.ContextVar[str] = contextvars.ContextVar("agy_host_keeper_
 CLOSE_BOUND_S = 10.0
 
 
+class OnAgent(Protocol):
+    """A warm session as its agent sees it (a :class:`~agy_host.keeper.warm.WarmSession`):
+    its name, and the client attached for its turn."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def relay(self) -> Relay | None: ...
+
+
 def share_key(cwd: str, spec: wire.HostSpec) -> str | None:
     """What sessions must have equal to share an agent: a warm profile
-    without the session's name (:func:`~agy_host.keeper.warm.profile_of`);
+    without the session's name (:func:`~agy_host.keeper.profile.profile_of`);
     ``None`` when the command's sessions never share (a program's own tools
     run in its one client, which a shared agent could not tell apart)."""
-    from agy_host.keeper.warm import profile_of
-
     return None if spec.tools else profile_of("", cwd, spec)
 
 
@@ -82,7 +91,7 @@ class Agent:
         self.host: RemoteHost | None = None
         self.runtime: SessionRuntime | None = None
         #: The warm sessions on this agent, by name.
-        self.lanes: dict[str, WarmSession] = {}
+        self.lanes: dict[str, OnAgent] = {}
         self._starting = trio.Lock()
         self._closing = trio.Event()
         self._closed = trio.Event()
@@ -94,7 +103,6 @@ class Agent:
         the first turn), report ready, keep them until the last session left."""
         from agy_host.cli.turn_options import apply_overrides
         from agy_host.keeper.proxy_tools import ProxyTools
-        from agy_host.keeper.warm import RemoteHost
 
         spec = self.spec
         host = RemoteHost(
@@ -138,10 +146,10 @@ class Agent:
     def snapshot(self) -> DriverSnapshot | None:
         return self.runtime.snapshot() if self.runtime is not None else None
 
-    def join(self, warm: WarmSession) -> None:
+    def join(self, warm: OnAgent) -> None:
         self.lanes[warm.name] = warm
 
-    async def leave(self, warm: WarmSession) -> None:
+    async def leave(self, warm: OnAgent) -> None:
         """``warm`` is done with this agent: its conversation is closed where
         the agent goes on for others, and the agent ends with its last session."""
         if self.lanes.get(warm.name) is warm:
@@ -271,4 +279,4 @@ def _quiet(_message: str) -> None:
     """The runtime's own interrupt messages: the client says them where its user is."""
 
 
-__all__ = ["CLOSE_BOUND_S", "Agent", "Lane", "share_key"]
+__all__ = ["CLOSE_BOUND_S", "Agent", "Lane", "OnAgent", "share_key"]

@@ -15,202 +15,32 @@ calls of its program's own tools to that program
 With nobody attached (a client that went away mid-turn) a request is
 answered ``cancelled``, never by the keeper.
 
-:func:`profile_of` says when a warm session no longer fits a command: a
-different engine, agent, working directory, overrides, environment or
-config file start cold, and the old warm agent ends.
+:func:`~agy_host.keeper.profile.profile_of` says when a warm session no
+longer fits a command (:mod:`agy_host.keeper.profile`); the keeper's host,
+whose person is the attached client, is
+:class:`~agy_host.keeper.remote_host.RemoteHost`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-import msgspec
 import trio
 
 from agy_host.builtins.render_common import is_edit
-from agy_host.config import config_path
 from agy_host.contract.events import CommandsUpdated, ToolCard, TurnStarted
-from agy_host.contract.interactions import Answer, Question
-from agy_host.contract.permissions import PermissionDecision, PermissionRequest
-from agy_host.contract.tool_calls import ToolCall, ToolVerdict
 from agy_host.keeper import wire
-from agy_host.keeper.always import for_warm_agent
-from agy_host.keeper.relay import Relay
-from agy_host.runtime.host import Host
+from agy_host.keeper.profile import config_digest, profile_of
 
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
     from agy_host.contract.rendering import DiffSource
+    from agy_host.keeper.relay import Relay
+    from agy_host.keeper.remote_host import RemoteHost
     from agy_host.keeper.shared import Agent
     from agy_host.runtime.session import SessionRuntime, TurnSettings
     from agy_host.runtime.turn_layer import TurnResult
-
-#: Variables that change from shell to shell without changing what an agent
-#: sees: a difference in them does not make a warm agent cold.
-VOLATILE_ENV = frozenset(
-    {
-        "_",
-        "OLDPWD",
-        "PWD",
-        "SHLVL",
-        "COLUMNS",
-        "LINES",
-        "TERM",
-        "TERM_PROGRAM",
-        "TERM_PROGRAM_VERSION",
-        "COLORTERM",
-        "TMUX",
-        "TMUX_PANE",
-        "STY",
-        "WINDOW",
-        "WINDOWID",
-        "SSH_TTY",
-        "SSH_CLIENT",
-        "SSH_CONNECTION",
-        "PS1",
-        "PS2",
-        "PROMPT_COMMAND",
-        "HISTFILE",
-        "HISTSIZE",
-        "HISTCONTROL",
-        "HISTFILESIZE",
-        "HISTTIMEFORMAT",
-        "GPG_TTY",
-        "LS_COLORS",
-        "LSCOLORS",
-        # what a shell's init scripts and terminal apps set for the shell itself
-        "PYENV_SHELL",
-        "PYENV_VIRTUALENV_INIT",
-        "VIRTUAL_ENV_PROMPT",
-        "STARSHIP_SHELL",
-        "STARSHIP_SESSION_KEY",
-        "TERM_SESSION_ID",
-        "SHELL_SESSION_ID",
-        "ITERM_SESSION_ID",
-        "ITERM_PROFILE",
-        "KONSOLE_DBUS_SESSION",
-        "KONSOLE_DBUS_WINDOW",
-        "KONSOLE_VERSION",
-        "VTE_VERSION",
-        "WT_SESSION",
-        "WT_PROFILE_ID",
-        "AGY_HOST_TTY",
-        "AGY_HOST_THIN",
-        "PYTEST_CURRENT_TEST",
-    }
-)
-
-#: The command-line names of the :class:`~agy_host.keeper.wire.HostSpec`
-#: fields a warm agent is fitted to (what :func:`differences` names).
-_SETTING_NAMES = {
-    "engine": "--engine",
-    "agent": "--agent",
-    "permissions": "--permissions",
-    "trace": "--trace",
-    "system_prompt": "--system-prompt",
-    "digest": "--digest",
-    "tools": "the program's tools",
-    "allowed_tools": "the allowed tools",
-    "disallowed_tools": "the disallowed tools",
-    "before_tool": "the program's before_tool",
-}
-
-
-def profile_of(name: str, cwd: str, spec: wire.HostSpec) -> str:
-    """A digest of everything that decides which agent a session gets: a
-    command whose profile differs from the warm session's starts cold.
-
-    That includes the config file the command reads (its bytes, read here on
-    every request): the warm host was built from the file as it was, so an
-    edit (a rule, a model, an agent profile) must not be ignored until the
-    agent happens to expire.
-
-    The environment is taken in sorted order: it is a mapping, and two
-    terminals list the same variables in different orders (a command from
-    the other one would otherwise never find the agent left warm)."""
-    env = {k: spec.env[k] for k in sorted(spec.env) if k not in VOLATILE_ENV}
-    # whether the command draws diffs is the turn's, not the agent's (WarmSession.run)
-    fixed = msgspec.structs.replace(spec, env=env, draws_diffs=False)
-    blob = msgspec.json.encode({"session": name, "cwd": cwd, "host": fixed, "config": config_digest(spec.env)})
-    return hashlib.sha256(blob).hexdigest()
-
-
-def differences(warm: WarmSession, cwd: str, spec: wire.HostSpec) -> str:
-    """What keeps ``warm`` from serving a command of ``cwd`` and ``spec``, in
-    a person's words: the settings by their option names, the environment by
-    the names of its variables (never their values: they hold API keys)."""
-    said = [name for field, name in _SETTING_NAMES.items() if getattr(warm.spec, field) != getattr(spec, field)]
-    if warm.cwd != cwd:
-        said.append("the working directory")
-    if warm.config != config_digest(spec.env):
-        said.append("the config file")
-    before = {k: v for k, v in warm.spec.env.items() if k not in VOLATILE_ENV}
-    now = {k: v for k, v in spec.env.items() if k not in VOLATILE_ENV}
-    changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
-    if changed:
-        named = ", ".join(changed[:5]) + (f" and {len(changed) - 5} more" if len(changed) > 5 else "")
-        said.append(f"the environment ({named})")
-    return ", ".join(said) or "the command's settings"
-
-
-def config_digest(env: Mapping[str, str]) -> str:
-    """The digest of the config file ``env`` selects; ``""`` when there is
-    none, and a marker naming the error when it cannot be read (the command's
-    own host reports that error; the profile only has to differ)."""
-    try:
-        return hashlib.sha256(config_path(env).read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return ""
-    except OSError as exc:
-        return f"unreadable: {type(exc).__name__}"
-
-
-class RemoteHost(Host):
-    """A :class:`Host` whose person is elsewhere: permission requests and
-    questions go to the client attached for the turn of the session that
-    asks (``relay(session)``), and so does a tool call its program's
-    ``before_tool`` must see (:meth:`asks_client`); the command's tool
-    lists apply here, from its spec (the config's from the keeper's own)."""
-
-    def __init__(self, relay: Callable[[str], Relay | None], spec: wire.HostSpec, **kw: Any) -> None:
-        self._relay = relay
-        #: Sessions whose agent keeps an "always" answer of a command (:mod:`agy_host.keeper.always`).
-        self.kept_always: set[str] = set()
-        super().__init__(**kw)
-        self.allowed_tools = list(spec.allowed_tools)
-        self.disallowed_tools = list(spec.disallowed_tools)
-        if spec.before_tool:
-            self.before_tool = self.asks_client
-
-    async def asks_client(self, call: ToolCall) -> ToolVerdict:
-        """The attached client's verdict (its tool gate, its program's
-        ``before_tool``); nobody attached: refused."""
-        relay = self._relay(call.session)
-        if relay is None:
-            return ToolVerdict(allow=False, by="keeper", reason="no command is attached; refused")
-        return await relay.check_tool(call)
-
-    async def decide_permission(self, request: PermissionRequest) -> PermissionDecision:
-        relay = self._relay(request.session)
-        if relay is None:
-            return PermissionDecision(option_id=None, policy="keeper", reason="no command is attached; cancelled")
-        decision, kept = for_warm_agent(request, await relay.ask_permission(request))
-        if kept and request.session not in self.kept_always:
-            self.kept_always.add(request.session)
-            relay.warning(
-                f"the agent offered no one-time answer, so it keeps this 'always' answer: session "
-                f"{request.session!r} is not kept warm for another command (it ends after this one)"
-            )
-        return decision
-
-    async def ask_question(self, question: Question) -> Answer:
-        relay = self._relay(question.session)
-        if relay is None:
-            return Answer(action="cancel", by="keeper", reason="no command is attached", unanswered=True)
-        return await relay.ask_question(question)
 
 
 class WarmSession:
@@ -358,4 +188,4 @@ class WarmSession:
                 relay.event(CommandsUpdated(commands=list(commands)))
 
 
-__all__ = ["VOLATILE_ENV", "RemoteHost", "WarmSession", "config_digest", "differences", "profile_of"]
+__all__ = ["WarmSession"]
