@@ -131,7 +131,7 @@ def test_no_builtin_registers_commands() -> None:
     ("args", "built"),
     [
         (["run", "--help"], {"run"}),
-        (["config", "path"], {"show", "set", "path"}),
+        (["config", "path"], {"show", "set", "unset", "path"}),
         (["docstring-only", "--count", "2"], {"docstring-only"}),
     ],
 )
