@@ -1,6 +1,6 @@
 """``chat``'s slash commands.
 
-Each command is a small async function taking the :class:`~agy_host.cli.chat_cmd.Chat`
+Each command is a small async function taking the :class:`~agy_host.cli.chat_repl.Chat`
 and the rest of the line; ``/help`` is generated from their one-line docs,
 so a command cannot exist without being listed. Settings changed here
 (model, effort, mode, digest) apply from the next turn on; ``/engine``
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 if TYPE_CHECKING:
-    from agy_host.cli.chat_cmd import Chat
+    from agy_host.cli.chat_repl import Chat
     from agy_host.contract.events import AgentCommand
     from agy_host.engine.base import ModeCatalog
 

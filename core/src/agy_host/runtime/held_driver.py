@@ -40,7 +40,7 @@ class HeldDriver:
         except Exception as exc:
             if not started:
                 raise  # to ``open``'s caller, through ``nursery.start``
-            from agy_host.runtime.session import describe_error
+            from agy_host.runtime.error_text import describe_error
 
             self.host.warn(f"the {self.engine.ENGINE_NAME} driver failed: {describe_error(exc)}")
         finally:

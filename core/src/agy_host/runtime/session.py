@@ -35,12 +35,13 @@ import sys
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING
 
-import msgspec
 import trio
 
 from agy_host.contract.turn_result import TurnResult
 from agy_host.exit_codes import ExitCode
+from agy_host.runtime.error_text import describe_error
 from agy_host.runtime.held_driver import HeldDriver
+from agy_host.runtime.turn_settings import TurnSettings
 from agy_host.runtime.unstarted_turns import busy_turn, gave_up_waiting
 
 if TYPE_CHECKING:
@@ -68,38 +69,6 @@ def say_stderr(message: str) -> None:
 
 def say_nothing(message: str) -> None:
     """For embedders: the events and the result already say it."""
-
-
-class TurnSettings(msgspec.Struct, kw_only=True):
-    """Per-turn choices; ``None`` means the config decides."""
-
-    model: str | None = None
-    effort: str | None = None
-    mode: str | None = None
-    skip_permissions: bool | None = None
-    timeout_s: float | None = None
-    inactivity_s: float | None = None
-    #: More workspace roots for the agent (absolute paths; ``--add-dir``).
-    additional_directories: list[str] = msgspec.field(default_factory=list)
-    #: Per-turn budgets (``--max-tokens``, ``--max-cost``); ``None``: the config's.
-    max_tokens: int | None = None
-    max_cost: float | None = None
-    #: ``--resume``: the session's conversation must be continued, or the turn fails (exit 4).
-    resume: bool = False
-    #: Wait while another command runs a turn on the session; ``False``
-    #: (``--no-wait``): fail at once with error kind ``busy`` (exit 7).
-    wait: bool = True
-
-
-def describe_error(exc: BaseException) -> str:
-    """A readable one-liner, flattening trio's exception groups."""
-    from agy_host.engine.base import EngineError
-
-    if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(describe_error(e) for e in exc.exceptions)
-    if isinstance(exc, EngineError):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 class SessionRuntime:

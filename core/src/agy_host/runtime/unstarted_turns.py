@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
     from agy_host.engine.base import Engine
     from agy_host.runtime.host import Host
-    from agy_host.runtime.session import TurnSettings
+    from agy_host.runtime.turn_settings import TurnSettings
 
 
 def busy_turn(
