@@ -100,6 +100,8 @@ def test_chat_in_a_real_terminal(terminal: Terminal, tmp_path: Path, fake_acp_ag
         "TERM": "xterm-256color",
         "PATH": os.environ.get("PATH", ""),
         "LANG": "C.UTF-8",
+        # ``env -i`` drops the suite's setting: no keeper outlives the test (warm chats: tests/test_warm_commands.py)
+        "AGY_HOST_KEEP_ALIVE_MINUTES": "0",
     }
     command = [str(AGY_HOST), "chat", "--engine", "acp", "--agent", agent.command_line, "--session", "tty"]
     script = tmp_path / "chat.sh"
