@@ -81,9 +81,9 @@ def test_what_the_socket_does_not_take_at_once_follows_in_order() -> None:
     trio.run(main)
 
 
-def test_frames_the_writer_holds_go_before_the_end() -> None:
-    """The writer is mid-send (the client reads slowly): the end waits its
-    turn instead of cutting into that frame."""
+def test_a_backlog_the_socket_has_not_taken_goes_before_the_end() -> None:
+    """The client reads slowly, so the socket holds part of a long frame:
+    the end sent early waits its turn instead of cutting into that frame."""
 
     async def main() -> None:
         keeper, client, _ = _pair(small_buffer=True)
@@ -93,7 +93,7 @@ def test_frames_the_writer_holds_go_before_the_end() -> None:
             nursery.start_soon(relay.writer)
             relay.event(started)
             relay.event(delta)
-            while not relay._writing:
+            while not relay.backlog:
                 await trio.sleep(0)
             relay.event(ended)
             relay.finish()
@@ -122,5 +122,38 @@ def test_a_client_gone_before_the_end_closes_the_relay() -> None:
         for event in _turn("hi"):
             relay.event(event)
         assert relay.closed and relay.gone.is_set()
+
+    trio.run(main)
+
+
+def test_the_end_goes_out_whatever_step_the_writer_is_at() -> None:
+    """CI found the gap: the writer had taken frames and was parked at a
+    checkpoint (taking its lock, or after a send) when the turn ended, so the
+    end waited for it, and the keeper's hooks ran first. Every write is one
+    synchronous step now: wherever the writer is, the end goes out. (The
+    scheduler's order is not fixed: each interleaving is tried, many times.)"""
+
+    async def once(steps: int) -> bytes:
+        keeper, _, theirs = _pair()
+        relay = Relay(keeper, "test")
+        started, delta, ended = _turn("hello")
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(relay.writer)
+            relay.event(started)
+            for _ in range(steps):
+                await trio.sleep(0)  # let the writer get somewhere
+            relay.event(delta)
+            relay.event(ended)
+            try:
+                got = os.read(theirs.fileno(), 1 << 20)  # no checkpoint since the end
+            except BlockingIOError:
+                got = b""
+            relay.finish()
+        return got
+
+    async def main() -> None:
+        for attempt in range(300):
+            got = await once(attempt % 4)
+            assert got.count(b"turn_end") == 1 and got.index(b"hello") < got.index(b"turn_end"), (attempt, got)
 
     trio.run(main)

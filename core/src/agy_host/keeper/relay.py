@@ -14,6 +14,13 @@ synchronous step as the event, before the writer task could send it. So
 as the socket takes it without waiting, and leaves the rest to the writer:
 the attached command shows the end when a cold command would, and still
 exits only after the keeper's hooks are done (``done`` follows them).
+
+Every write goes through one synchronous step (:meth:`Relay._flush`): the
+queued frames are encoded onto the end of one outbox and the socket takes
+what it can from its front. No task ever holds bytes of its own between
+two awaits, so the end sent early can never pass a frame sent before it;
+the writer task only waits, for new frames or for a socket that can take
+more.
 """
 
 from __future__ import annotations
@@ -37,9 +44,6 @@ from agy_host.keeper.rebuild import same_text
 if TYPE_CHECKING:
     from agy_host.contract.events import HostEvent
 
-#: Frames (or bytes of frames encoded already) one write takes at most.
-BATCH = 512
-
 
 class Relay:
     """The client attached for one turn (see the module docstring)."""
@@ -50,12 +54,12 @@ class Relay:
         #: The client rebuilds ``turn_end``'s answer from the text events
         #: (:mod:`agy_host.keeper.rebuild`): the text sent so far this turn.
         self._sent_text: list[str] | None = [] if rebuild_answer else None
-        #: What waits for the writer, in order: frames, or the unsent tail of
-        #: bytes an early send (:meth:`_send_now`) could not finish.
+        #: Frames not encoded yet, in order.
         self._queue: collections.deque[Any] = collections.deque()
+        #: Frames encoded and not yet taken by the socket, from ``_taken`` on.
+        self._outbox = bytearray()
+        self._taken = 0
         self._wake = trio.Event()
-        #: The writer holds frames it took from the queue (encoding or sending them).
-        self._writing = False
         self._ids = itertools.count(1)
         self._pending: dict[int, tuple[trio.Event, list[Any]]] = {}
         #: The client went away (or its connection broke).
@@ -93,45 +97,47 @@ class Relay:
         self._queue.append(item)
         self._wake.set()
 
-    def _take(self) -> list[Any]:
+    @property
+    def backlog(self) -> int:
+        """Bytes encoded that the socket has not taken yet."""
+        return len(self._outbox) - self._taken
+
+    def _flush(self) -> None:
+        """Encode what is queued onto the outbox and write what the socket
+        takes now, without waiting (see the module docstring)."""
         queue = self._queue
-        batch = [queue.popleft() for _ in range(min(len(queue), BATCH))]
-        return batch
+        if queue:
+            for frame in queue:
+                wire.encode_all((frame,), self._outbox)
+            queue.clear()
+        if self.backlog:
+            with memoryview(self._outbox) as view:
+                self._taken += self.frames.write_now(view[self._taken :])
+            if self._taken == len(self._outbox):
+                self._outbox.clear()
+                self._taken = 0
+            elif self._taken > len(self._outbox) // 2:  # keep the outbox from growing at the front
+                del self._outbox[: self._taken]
+                self._taken = 0
 
     def _send_now(self) -> None:
-        """Send what is queued without waiting for the writer task: as much as
-        the socket takes at once; the rest stays first in line for the writer.
-        Not while the writer holds frames of its own (they go first)."""
-        if self._writing or not self._queue:
-            return
-        items = list(self._queue)
-        self._queue.clear()
-        data = _encode(items)
         try:
-            sent = self.frames.send_now(data)
+            self._flush()
         except OSError:
             self.close()
-            return
-        if sent < len(data):
-            self._queue.appendleft(bytes(memoryview(data)[sent:]))
-            self._wake.set()
 
     async def writer(self) -> None:
         """Send what is queued, in order, until the relay closes."""
         try:
             while True:
-                if not self._queue:
-                    if self.closed:
-                        return
-                    self._wake = trio.Event()
-                    await self._wake.wait()
+                self._flush()
+                if self.backlog:
+                    await self.frames.wait_writable()
                     continue
-                self._writing = True
-                try:
-                    data = _encode(self._take())
-                    await self.frames.send_bytes(data)
-                finally:
-                    self._writing = False
+                if self.closed:
+                    return
+                self._wake = trio.Event()
+                await self._wake.wait()
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             self.close()
 
@@ -198,16 +204,4 @@ class Relay:
         self.finish()
 
 
-def _encode(items: list[Any]) -> bytearray:
-    """Queued items as one buffer: frames encoded in place, bytes (a tail an
-    early send left) as they are."""
-    out = bytearray()
-    for item in items:
-        if isinstance(item, bytes):
-            out += item
-        else:
-            wire.encode_all((item,), out)
-    return out
-
-
-__all__ = ["BATCH", "Relay"]
+__all__ = ["Relay"]

@@ -404,12 +404,11 @@ class FrameStream:
         async with self._send_lock:
             await self.stream.send_all(data)
 
-    def send_now(self, data: bytes | bytearray) -> int:
+    def write_now(self, data: bytes | bytearray | memoryview) -> int:
         """Write what the socket takes of ``data`` at once, from synchronous
         code; the number of bytes written (``0`` when it would wait, or while
-        another send is under way: those bytes go first). The caller sends
-        the rest with :meth:`send_bytes`. Raises ``OSError`` on a broken
-        connection."""
+        an async :meth:`send` is under way: its bytes go first). Raises
+        ``OSError`` on a broken connection."""
         import os
 
         sock = getattr(self.stream, "socket", None)
@@ -419,6 +418,16 @@ class FrameStream:
             return os.write(sock.fileno(), data)
         except BlockingIOError:
             return 0
+
+    async def wait_writable(self) -> None:
+        """Until the socket can take more (a stream that cannot say: a checkpoint)."""
+        import trio
+
+        sock = getattr(self.stream, "socket", None)
+        if sock is None:
+            await trio.lowlevel.checkpoint()
+            return
+        await trio.lowlevel.wait_writable(sock)
 
     async def _read(self, n: int) -> bytes | None:
         while len(self._buffer) < n:
