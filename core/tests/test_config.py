@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agy_host import config
+from agy_host import config, config_writes
 from agy_host.config import Config, ConfigError
 
 
@@ -131,8 +131,8 @@ def test_not_toml_is_moved_aside_and_defaults_used(tmp_path: Path) -> None:
 def test_set_value_keeps_other_keys_and_comments_free_tables(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text('engine = "acp"\n[acp]\nbin = "/opt/agy"\n[stream_json]\nbin = "agy"\n')
-    config.set_value("model", "flash", path=path)
-    config.set_value("turn.timeout_minutes", "2.5", path=path)
+    config_writes.set_value("model", "flash", path=path)
+    config_writes.set_value("turn.timeout_minutes", "2.5", path=path)
     cfg, warnings = _load(path)
     assert warnings == []
     assert (cfg.engine, cfg.acp.bin, cfg.model, cfg.turn.timeout_minutes) == ("acp", "/opt/agy", "flash", 2.5)
@@ -141,7 +141,7 @@ def test_set_value_keeps_other_keys_and_comments_free_tables(tmp_path: Path) -> 
 
 def test_set_value_creates_the_file(tmp_path: Path) -> None:
     path = tmp_path / "nested" / "config.toml"
-    assert config.set_value("skip_permissions", "yes", path=path) == path
+    assert config_writes.set_value("skip_permissions", "yes", path=path) == path
     assert _load(path)[0].skip_permissions is True
 
 
@@ -150,7 +150,7 @@ def test_toml_nested_too_deep_is_moved_aside_and_refused_by_set(tmp_path: Path) 
     deep = "engine = " + "[" * 3000 + "]" * 3000 + "\n"
     path.write_text(deep)
     with pytest.raises(ConfigError, match="not valid TOML"):
-        config.set_value("model", "x", path=path)
+        config_writes.set_value("model", "x", path=path)
     assert path.read_text() == deep, "set never clobbers a file it cannot read"
     cfg, warnings = _load(path)
     assert cfg == config.Config(), "the defaults are used"
@@ -160,13 +160,13 @@ def test_toml_nested_too_deep_is_moved_aside_and_refused_by_set(tmp_path: Path) 
 
 def test_set_value_checks_ranges_and_writes_through_a_symlink(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="between 0 and 65535"):
-        config.set_value("bridge.port", "70000", path=tmp_path / "c.toml")
+        config_writes.set_value("bridge.port", "70000", path=tmp_path / "c.toml")
     real = tmp_path / "dotfiles" / "config.toml"
     real.parent.mkdir()
     real.write_text('model = "m"\n')
     link = tmp_path / "config.toml"
     link.symlink_to(real)
-    config.set_value("bridge.port", "8123", path=link)
+    config_writes.set_value("bridge.port", "8123", path=link)
     assert link.is_symlink(), "the link is kept"
     assert _load(real)[0].bridge.port == 8123 and _load(real)[0].model == "m"
 
@@ -175,7 +175,7 @@ def test_set_value_refuses_to_clobber_a_broken_file(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("not = = toml")
     with pytest.raises(ConfigError, match="not valid TOML"):
-        config.set_value("model", "x", path=path)
+        config_writes.set_value("model", "x", path=path)
     assert path.read_text() == "not = = toml"
 
 
@@ -226,7 +226,7 @@ def test_to_toml_round_trips(tmp_path: Path) -> None:
 
 
 def test_unset_value_removes_a_key_and_the_tables_it_leaves_empty(tmp_path: Path) -> None:
-    from agy_host.config import unset_value
+    from agy_host.config_writes import unset_value
 
     target = tmp_path / "config.toml"
     assert unset_value("model", path=target) == (target, False), "no file: nothing to remove, nothing created"
@@ -242,7 +242,8 @@ def test_unset_value_removes_a_key_and_the_tables_it_leaves_empty(tmp_path: Path
 
 
 def test_unset_value_refuses_a_file_that_is_not_toml_and_writes_through_a_symlink(tmp_path: Path) -> None:
-    from agy_host.config import ConfigError, unset_value
+    from agy_host.config import ConfigError
+    from agy_host.config_writes import unset_value
 
     real = tmp_path / "dotfiles" / "config.toml"
     real.parent.mkdir()

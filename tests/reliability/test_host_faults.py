@@ -32,7 +32,7 @@ WRITER = textwrap.dedent(
     import sys
     from pathlib import Path
     from agy_host.runtime.store import SessionBinding, SessionStore
-    from agy_host import config
+    from agy_host import config_writes as config
 
     kind, path = sys.argv[1], Path(sys.argv[2])
     store = SessionStore(path.parent) if kind == "store" else None

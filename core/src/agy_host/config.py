@@ -403,7 +403,7 @@ def narrow(raw: Mapping[str, Any], warn: Callable[[str], None]) -> Config:
     return cfg
 
 
-def _set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
+def set_dotted(raw: dict[str, Any], dotted: str, value: Any) -> None:
     parts = dotted.split(".")
     node = raw
     for part in parts[:-1]:
@@ -453,7 +453,7 @@ def load(
             # variable so the user knows which knob to fix.
             sink(f"config: ${var}={env[var]!r} ignored: {exc}")
             continue
-        _set_dotted(raw, dotted, value)
+        set_dotted(raw, dotted, value)
     return narrow(raw, sink)
 
 
@@ -504,71 +504,6 @@ def _guess_scalar(text: str) -> Any:
     return number if math.isfinite(number) else text
 
 
-def set_value(dotted: str, text: str, path: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """Write one key to the config file atomically, keeping everything else.
-
-    A file that does not parse is refused (never clobbered)."""
-    import tomli_w
-
-    from agy_host import fsutil
-
-    target = path or config_path(env)
-    if target.is_symlink():
-        # dotfiles kept elsewhere (stow, a repository): change the file the
-        # link points to and keep the link, never replace it with a copy
-        target = target.resolve()
-    value = coerce_value(dotted, text)
-    with fsutil.locked(target):
-        raw: dict[str, Any] = {}
-        if target.exists():
-            try:
-                raw = tomllib.loads(target.read_text("utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-                raise ConfigError(f"{target} is not valid TOML ({exc}); fix or remove it first") from exc
-        _set_dotted(raw, dotted, value)
-        fsutil.write_atomic(target, tomli_w.dumps(raw).encode("utf-8"))
-    return target
-
-
-def unset_value(dotted: str, path: Path | None = None, env: Mapping[str, str] | None = None) -> tuple[Path, bool]:
-    """Remove one key from the config file atomically, keeping everything
-    else (tables left empty go too), so the key takes its default again;
-    whether the file had it. A file that does not parse is refused."""
-    import tomli_w
-
-    from agy_host import fsutil
-
-    target = path or config_path(env)
-    if target.is_symlink():
-        target = target.resolve()  # as set_value: the link's target changes, the link stays
-    with fsutil.locked(target):
-        if not target.exists():
-            return target, False
-        try:
-            raw: dict[str, Any] = tomllib.loads(target.read_text("utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
-            raise ConfigError(f"{target} is not valid TOML ({exc}); fix or remove it first") from exc
-        if not _unset_dotted(raw, dotted.split(".")):
-            return target, False
-        fsutil.write_atomic(target, tomli_w.dumps(raw).encode("utf-8"))
-    return target, True
-
-
-def _unset_dotted(node: dict[str, Any], parts: list[str]) -> bool:
-    head, rest = parts[0], parts[1:]
-    if not rest:
-        return node.pop(head, _MISSING) is not _MISSING
-    child = node.get(head)
-    if not isinstance(child, dict) or not _unset_dotted(child, rest):
-        return False
-    if not child:
-        del node[head]
-    return True
-
-
-_MISSING = object()
-
-
 def to_toml(cfg: Config) -> str:
     """The effective config as TOML (for ``config show``)."""
     import tomli_w
@@ -603,6 +538,7 @@ def in_use() -> Config | None:
 
 
 __all__ = [
+    "set_dotted",
     "ENV_OVERRIDES",
     "AcpConfig",
     "AcpProfile",
@@ -622,7 +558,6 @@ __all__ = [
     "load",
     "narrow",
     "narrow_section",
-    "set_value",
     "state_dir",
     "to_toml",
     "using",

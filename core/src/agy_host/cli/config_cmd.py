@@ -59,11 +59,11 @@ def register(app: typer.Typer, state: CliState) -> None:
             str, typer.Argument(help="The value; parsed by the key's type (true/false, numbers).", metavar="VALUE")
         ],
     ) -> None:
-        from agy_host import config
+        from agy_host import config, config_writes
 
         path = config.config_path(state.env)
         try:
-            config.set_value(key, value, path=path)
+            config_writes.set_value(key, value, path=path)
         except config.ConfigError as exc:
             fail(str(exc))
         except OSError as exc:
@@ -77,11 +77,11 @@ def register(app: typer.Typer, state: CliState) -> None:
     def unset(
         key: Annotated[str, typer.Argument(help="Dotted key, e.g. permissions.policy, model.", metavar="KEY")],
     ) -> None:
-        from agy_host import config
+        from agy_host import config, config_writes
 
         path = config.config_path(state.env)
         try:
-            _, removed = config.unset_value(key, path=path)
+            _, removed = config_writes.unset_value(key, path=path)
         except config.ConfigError as exc:
             fail(str(exc))
         except OSError as exc:

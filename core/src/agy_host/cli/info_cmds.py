@@ -195,14 +195,14 @@ def _engine_summaries() -> dict[str, str]:
 
 
 def _set_engine(host: Host, name: str, fmt: str) -> None:
-    from agy_host import config
+    from agy_host import config, config_writes
 
     installed = host.installed_engines()
     if name not in installed:
         listing = ", ".join(installed) or "none"
         fail(f"unknown engine {name!r}; installed engines: {listing}")
     try:
-        path = config.set_value("engine", name, path=host.config_path)
+        path = config_writes.set_value("engine", name, path=host.config_path)
     except config.ConfigError as exc:
         fail(str(exc))
     env_value = host.env.get("AGY_HOST_ENGINE", "")
